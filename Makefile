@@ -1,0 +1,55 @@
+# Research workbench for citation-grounded RAG. `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8501
+STORE ?= .workbench
+export HF_HUB_OFFLINE ?= 1
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export TOKENIZERS_PARALLELISM := false
+export PYTHONDONTWRITEBYTECODE := 1
+
+.DEFAULT_GOAL := help
+.PHONY: help install app ingest test test-fast lint bench bench-quality tune clean
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-15s %s\n", $$1, $$2}'
+
+install: $(STAMP) ## create .venv and install the project with test tools (idempotent)
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test]"
+	@touch $(STAMP)
+
+ingest: install ## ingest the bundled demo corpus into $(STORE) (incremental)
+	$(BIN)/workbench ingest golden/corpus --store $(STORE)
+
+app: install ingest ## install, ingest the demo corpus if needed, start the Streamlit app on it
+	WORKBENCH_HOME=$(STORE) $(BIN)/streamlit run streamlit_app.py --server.address $(HOST) --server.port $(PORT) \
+		--server.headless true --browser.gatherUsageStats false
+
+test: install ## install and run every test: unit, app, browser, notebooks (nbval) and the deploy gate
+	$(BIN)/python -m pytest tests
+
+test-fast: install ## unit tests only, skipping the slow and browser ones
+	$(BIN)/python -m pytest tests -m "not slow and not browser"
+
+lint: install ## ruff
+	$(BIN)/ruff check pipeline workbench tests
+
+bench: install ## per-stage latency benchmarks at 1k/10k/100k chunks -> BENCHMARKS.md
+	$(BIN)/python -m benchmarks.perf
+
+bench-quality: install ## SciFact retrieval quality (nDCG@10, recall@100) -> BENCHMARKS.md
+	$(BIN)/python -m benchmarks.scifact
+
+tune: install ## sweep both gate thresholds over the golden set -> tune-output/
+	$(BIN)/workbench tune golden/golden.jsonl --store $(STORE) --out tune-output
+
+clean: ## remove caches and outputs (keeps .venv and the store)
+	rm -rf .pytest_cache .ruff_cache test-output tune-output bench-output

@@ -1,0 +1,347 @@
+"""PipelineConfig: every tunable of the answerer, frozen, nested per stage, JSON round-trip, stable hash.
+
+The defaults are the design's seed values. The two gate thresholds are marked ``provisional``: they were
+chosen before any tuning on a labelled set and should be replaced by what ``workbench tune`` recommends.
+
+Overrides come from the CLI and the app as ``stage.key=value`` strings (``--set gate.signal=dense``);
+:func:`apply_overrides` parses each value by the field's declared type and fails with a message that names
+the valid keys or the allowed range, so a typo never silently does nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args, get_origin, get_type_hints
+
+from pipeline.serde import from_dict, to_dict
+
+
+class ConfigError(ValueError):
+    """A configuration value or key the user must fix; the message says how."""
+
+
+def _tunable(default: Any, help: str, *, lo: float | None = None, hi: float | None = None,
+             provisional: bool = False) -> Any:
+    return field(default=default, metadata={"help": help, "lo": lo, "hi": hi, "provisional": provisional})
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    max_tokens: int = _tunable(220, "Target chunk size in words; tables, lists and code are never split mid-way.",
+                               lo=20, hi=4000)
+    overlap_tokens: int = _tunable(30, "Words of prose carried over from the previous chunk of the same section.",
+                                   lo=0, hi=1000)
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    model: str = _tunable("sentence-transformers/all-MiniLM-L6-v2",
+                          "Bi-encoder for the dense leg and the citation validator.")
+    batch_size: int = _tunable(64, "Texts per embedding call during ingestion.", lo=1, hi=4096)
+
+
+@dataclass(frozen=True)
+class KeywordConfig:
+    k1: float = _tunable(1.2, "BM25 term-frequency saturation (Robertson & Zaragoza 2009).", lo=0.0, hi=10.0)
+    b: float = _tunable(0.75, "BM25 length normalisation.", lo=0.0, hi=1.0)
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    supersede_similarity: float = _tunable(
+        0.80, "Cosine above which a newer chunk that states different numbers/identifiers supersedes an older one.",
+        lo=0.0, hi=1.0)
+
+
+@dataclass(frozen=True)
+class RetrieveConfig:
+    dense_top_k: int = _tunable(100, "Candidates from the dense leg.", lo=1, hi=1000)
+    keyword_top_k: int = _tunable(100, "Candidates from the BM25 keyword leg.", lo=1, hi=1000)
+    rrf_k: int = _tunable(60, "Reciprocal-rank-fusion constant k (Cormack et al. 2009).", lo=1, hi=1000)
+    dense_weight: float = _tunable(1.0, "Weight of the dense leg in fusion.", lo=0.0, hi=10.0)
+    keyword_weight: float = _tunable(1.0, "Weight of the keyword leg in fusion.", lo=0.0, hi=10.0)
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    enabled: bool = _tunable(True, "Run the cross-encoder; when off or unavailable the gate uses the fused scale.")
+    model: str = _tunable("cross-encoder/ms-marco-MiniLM-L-6-v2", "Cross-encoder checkpoint.")
+    candidates: int = _tunable(100, "Fused candidates sent to the cross-encoder.", lo=1, hi=1000)
+    top_k: int = _tunable(10, "Candidates kept after reranking.", lo=1, hi=1000)
+    max_tokens: int = _tunable(256, "Truncate (query, passage) pairs to this many tokens.", lo=16, hi=512)
+    precision: Literal["fp32", "int8"] = _tunable("fp32", "fp32 (PyTorch) or int8 (ONNX Runtime dynamic quantisation).")
+    batch_size: int = _tunable(16, "Pairs per cross-encoder forward pass.", lo=1, hi=1024)
+    early_stop: bool = _tunable(False, "Stop scoring once the gate decision can no longer change.")
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    signal: Literal["auto", "rerank", "fused", "dense"] = _tunable(
+        "auto", "auto = rerank score when one exists, else fused; or force one signal.")
+    confidence_threshold_rerank: float = _tunable(0.45, "Answer when the top rerank score (sigmoid) is at least this.",
+                                                  lo=0.0, hi=1.0, provisional=True)
+    confidence_threshold_fused: float = _tunable(
+        0.015, "Answer when the top fused RRF score is at least this (two legs max 2/61 ~ 0.033).",
+        lo=0.0, hi=1.0, provisional=True)
+    confidence_threshold_dense: float = _tunable(0.45, "Answer when the top chunk's dense cosine is at least this.",
+                                                 lo=-1.0, hi=1.0)
+    closest_documents: int = _tunable(3, "Documents shown with an abstention.", lo=0, hi=50)
+
+
+@dataclass(frozen=True)
+class RewriteConfig:
+    backend: Literal["llm", "terms", "off"] = _tunable(
+        "terms", "llm = rewrite with rewrite.model; terms = deterministic history-terms expansion; off.")
+    model: str = _tunable("local", "litellm model string (e.g. ollama/qwen2.5) or 'local' for SmolLM2.")
+    api_base: str = _tunable("", "Base URL for an OpenAI-compatible server (empty: provider default).")
+    timeout_s: float = _tunable(20.0, "LLM timeout for one rewrite call.", lo=0.1, hi=600.0)
+    temperature: float = _tunable(0.0, "Rewrite temperature.", lo=0.0, hi=2.0)
+    query_rewrite_history_turns: int = _tunable(6, "Most recent history turns shown to the rewriter.", lo=0, hi=100)
+    max_chars: int = _tunable(400, "Reject rewrites longer than this.", lo=10, hi=10000)
+    max_growth: float = _tunable(6.0, "Reject rewrites that grew more than this factor ...", lo=1.0, hi=100.0)
+    long_chars: int = _tunable(200, "... and are at least this long.", lo=1, hi=10000)
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    backend: Literal["extractive", "litellm", "local"] = _tunable(
+        "extractive", "extractive (offline, deterministic), litellm (any provider) or local (SmolLM2).")
+    model: str = _tunable("", "litellm model string, e.g. ollama/qwen2.5 or openai/gpt-4o-mini.")
+    api_base: str = _tunable("", "Base URL for an OpenAI-compatible server (empty: provider default).")
+    timeout_s: float = _tunable(30.0, "LLM timeout per call.", lo=0.1, hi=600.0)
+    retries: int = _tunable(1, "Provider retries on transient errors (litellm num_retries).", lo=0, hi=10)
+    llm_temperature: float = _tunable(0.1, "Generation temperature.", lo=0.0, hi=2.0)
+    max_output_tokens: int = _tunable(512, "Upper bound on the reply length.", lo=16, hi=8192)
+    max_sources: int = _tunable(6, "Reranked chunks offered to the generator as numbered sources.", lo=1, hi=50)
+    extractive_sentences: int = _tunable(3, "Sentences the extractive generator quotes.", lo=1, hi=20)
+
+
+@dataclass(frozen=True)
+class ValidateConfig:
+    claim_threshold: float = _tunable(0.50, "A claim is supported when a cited chunk's cosine reaches this.",
+                                      lo=-1.0, hi=1.0)
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    enabled: bool = _tunable(True, "Serve repeated questions from the answer cache (clean answers only).")
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    keyword: KeywordConfig = field(default_factory=KeywordConfig)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
+    retrieve: RetrieveConfig = field(default_factory=RetrieveConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+    gate: GateConfig = field(default_factory=GateConfig)
+    rewrite: RewriteConfig = field(default_factory=RewriteConfig)
+    generate: GenerateConfig = field(default_factory=GenerateConfig)
+    validate: ValidateConfig = field(default_factory=ValidateConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
+
+    def __post_init__(self) -> None:
+        for section in dataclasses.fields(self):
+            _check_section(section.name, getattr(self, section.name))
+        if self.rerank.top_k > self.rerank.candidates:
+            raise ConfigError(f"rerank.top_k ({self.rerank.top_k}) must not exceed rerank.candidates "
+                              f"({self.rerank.candidates})")
+
+    # -- serialisation -------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PipelineConfig:
+        """Strict: unknown sections or keys are errors (a config file with a typo must not load quietly)."""
+        if not isinstance(data, dict):
+            raise ConfigError("a config must be a JSON object of sections, e.g. {\"gate\": {\"signal\": \"auto\"}}")
+        for section_name, values in data.items():
+            section_type = _section_type(section_name)
+            if not isinstance(values, dict):
+                raise ConfigError(f"config section {section_name!r} must be an object")
+            for key in values:
+                _field_of(section_type, section_name, key)
+        try:
+            return from_dict(cls, data)
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError(f"invalid config: {exc}") from None
+
+    @classmethod
+    def from_json(cls, text: str) -> PipelineConfig:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"config is not valid JSON: {exc}") from None
+        return cls.from_dict(data)
+
+    def config_hash(self) -> str:
+        """Stable across processes and key order: sha256 of the canonical JSON, first 12 hex digits."""
+        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
+
+    def with_overrides(self, overrides: dict[str, Any] | list[str] | tuple[str, ...]) -> PipelineConfig:
+        return apply_overrides(self, overrides)
+
+
+# -- overrides and introspection (the app builds its sidebar from these) ------------------------------
+
+@dataclass(frozen=True)
+class Tunable:
+    """One editable setting, as the app sidebar and ``--set`` see it."""
+    key: str                 # "gate.confidence_threshold_rerank"
+    type: str                # "int" | "float" | "bool" | "str" | "choice"
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    lo: float | None = None
+    hi: float | None = None
+    provisional: bool = False
+
+
+def tunables() -> list[Tunable]:
+    """Every tunable of :class:`PipelineConfig`, in declaration order."""
+    out = []
+    for section in dataclasses.fields(PipelineConfig):
+        section_type = get_type_hints(PipelineConfig)[section.name]
+        hints = get_type_hints(section_type)
+        for f in dataclasses.fields(section_type):
+            tp = hints[f.name]
+            kind, choices = _kind(tp)
+            out.append(Tunable(key=f"{section.name}.{f.name}", type=kind, default=f.default, help=f.metadata["help"],
+                               choices=choices, lo=f.metadata["lo"], hi=f.metadata["hi"],
+                               provisional=f.metadata["provisional"]))
+    return out
+
+
+def get_value(cfg: PipelineConfig, key: str) -> Any:
+    section, name = _split_key(key)
+    return getattr(getattr(cfg, section), name)
+
+
+def apply_overrides(cfg: PipelineConfig, overrides: dict[str, Any] | list[str] | tuple[str, ...]) -> PipelineConfig:
+    """Return a new config with ``stage.key`` values replaced.
+
+    ``overrides`` is either a mapping of key → value (values of the right type, or strings to parse) or a list
+    of ``"stage.key=value"`` strings as the CLI receives them.
+    """
+    if isinstance(overrides, (list, tuple)):
+        pairs = {}
+        for item in overrides:
+            if "=" not in item:
+                raise ConfigError(f"--set expects stage.key=value, got {item!r}")
+            key, _, raw = item.partition("=")
+            pairs[key.strip()] = raw.strip()
+        overrides = pairs
+    changes: dict[str, dict[str, Any]] = {}
+    for key, raw in overrides.items():
+        section, name = _split_key(key)
+        f = _field_of(_section_type(section), section, name)
+        tp = get_type_hints(_section_type(section))[f.name]
+        changes.setdefault(section, {})[name] = _parse_value(key, tp, raw)
+    new_sections = {}
+    for section, values in changes.items():
+        new_sections[section] = dataclasses.replace(getattr(cfg, section), **values)
+    return dataclasses.replace(cfg, **new_sections)
+
+
+def _split_key(key: str) -> tuple[str, str]:
+    section, dot, name = key.partition(".")
+    if not dot or not name:
+        raise ConfigError(f"config key {key!r} must look like stage.key, e.g. gate.signal")
+    _section_type(section)
+    return section, name
+
+
+def _section_type(section: str) -> type:
+    hints = get_type_hints(PipelineConfig)
+    if section not in hints:
+        near = difflib.get_close_matches(section, list(hints), n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ConfigError(f"unknown config section {section!r}{hint}; sections: {', '.join(hints)}")
+    return hints[section]
+
+
+def _field_of(section_type: type, section: str, name: str) -> dataclasses.Field:
+    names = {f.name: f for f in dataclasses.fields(section_type)}
+    if name not in names:
+        near = difflib.get_close_matches(name, list(names), n=1)
+        hint = f" (did you mean {section}.{near[0]}?)" if near else ""
+        raise ConfigError(f"unknown config key {section}.{name}{hint}; keys in {section}: {', '.join(names)}")
+    return names[name]
+
+
+def _kind(tp: Any) -> tuple[str, tuple[str, ...]]:
+    if get_origin(tp) is Literal:
+        return "choice", tuple(get_args(tp))
+    return {bool: "bool", int: "int", float: "float", str: "str"}[tp], ()
+
+
+def _parse_value(key: str, tp: Any, raw: Any) -> Any:
+    kind, choices = _kind(tp)
+    if kind == "choice":
+        if raw not in choices:
+            raise ConfigError(f"{key} must be one of {', '.join(choices)}; got {raw!r}")
+        return raw
+    if kind == "bool":
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text in ("true", "1", "yes", "on"):
+            return True
+        if text in ("false", "0", "no", "off"):
+            return False
+        raise ConfigError(f"{key} must be true or false; got {raw!r}")
+    if kind == "int":
+        if isinstance(raw, bool):
+            raise ConfigError(f"{key} must be an integer; got {raw!r}")
+        if isinstance(raw, int):
+            return raw
+        try:
+            return int(str(raw).strip())
+        except ValueError:
+            raise ConfigError(f"{key} must be an integer; got {raw!r}") from None
+    if kind == "float":
+        if isinstance(raw, bool):
+            raise ConfigError(f"{key} must be a number; got {raw!r}")
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{key} must be a number; got {raw!r}") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ConfigError(f"{key} must be a finite number; got {raw!r}")
+        return value
+    return str(raw)
+
+
+def _check_section(section_name: str, section: Any) -> None:
+    hints = get_type_hints(type(section))
+    for f in dataclasses.fields(section):
+        value = getattr(section, f.name)
+        key = f"{section_name}.{f.name}"
+        kind, choices = _kind(hints[f.name])
+        if kind == "choice" and value not in choices:
+            raise ConfigError(f"{key} must be one of {', '.join(choices)}; got {value!r}")
+        if kind in ("int", "float"):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigError(f"{key} must be a number; got {value!r}")
+            lo, hi = f.metadata["lo"], f.metadata["hi"]
+            if (lo is not None and value < lo) or (hi is not None and value > hi):
+                raise ConfigError(f"{key} must be between {lo} and {hi}; got {value!r}")
+        if kind == "bool" and not isinstance(value, bool):
+            raise ConfigError(f"{key} must be true or false; got {value!r}")
+        if kind == "str" and not isinstance(value, str):
+            raise ConfigError(f"{key} must be a string; got {value!r}")
+
+
+PROVISIONAL_KEYS = tuple(t.key for t in tunables() if t.provisional)

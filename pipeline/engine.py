@@ -1,0 +1,154 @@
+"""Pipeline: wires the stages; ``ask(question, history, config) -> Trace``.
+
+    rewrite → retrieve → rerank → gate → generate → validate → trust → cache / log
+
+Each stage is a plain function returning its frozen record; this module only sequences them, times them,
+counts LLM calls and collects every degradation into one list. The gate runs before any generation: an
+abstention returns the fixed sentence and the closest documents with zero LLM calls after the rewrite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from pipeline import citations, gate, generate, rerank, retrieve, rewrite, trust
+from pipeline.cache import AnswerCache, cache_key
+from pipeline.config import PipelineConfig
+from pipeline.models import Models, default_models
+from pipeline.runs import RunLog
+from pipeline.store import Store
+from pipeline.trace import GenerationTrace, Message, Trace
+
+MAX_QUESTION_CHARS = 2000
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+class QuestionError(ValueError):
+    """The question cannot be asked as given; the message says why."""
+
+
+def clean_question(question: str) -> str:
+    """Strip control and bidi-override characters; reject empty or oversized questions."""
+    if not isinstance(question, str):
+        raise QuestionError("the question must be text")
+    cleaned = _CONTROL.sub("", question).strip()
+    if not cleaned:
+        raise QuestionError("the question is empty; type a question")
+    if len(cleaned) > MAX_QUESTION_CHARS:
+        raise QuestionError(f"the question is {len(cleaned):,} characters long; the limit is "
+                            f"{MAX_QUESTION_CHARS:,} — ask about one thing at a time")
+    return cleaned
+
+
+def coerce_history(history: Sequence[Message | dict] | None) -> tuple[Message, ...]:
+    out = []
+    for turn in history or ():
+        if isinstance(turn, Message):
+            out.append(turn)
+        elif isinstance(turn, dict) and isinstance(turn.get("content"), str):
+            out.append(Message(role=str(turn.get("role", "user")), content=turn["content"]))
+        else:
+            raise QuestionError("history turns must be objects with 'role' and 'content'")
+    return tuple(out)
+
+
+class Pipeline:
+    """The answerer over one store. Thread-safe: the store and the run log serialise their own writes."""
+
+    def __init__(self, store: Store, models: Models | None = None, cfg: PipelineConfig | None = None,
+                 runs: RunLog | None = None, cache: AnswerCache | None = None, log_runs: bool = True) -> None:
+        self.store = store
+        self.models = models or default_models()
+        self.cfg = cfg or PipelineConfig()
+        home = Path(store.home)
+        self.runs = runs if runs is not None else (RunLog(home / "runs.sqlite") if log_runs else None)
+        self.cache = cache if cache is not None else AnswerCache(home / "cache.sqlite")
+
+    # -- the two entry points ---------------------------------------------------------------------------
+    def search(self, question: str, cfg: PipelineConfig | None = None,
+               history: Sequence[Message | dict] | None = None) -> Trace:
+        """Rewrite, retrieve, rerank and gate; no generation (``workbench search``)."""
+        return self._run(question, history, cfg or self.cfg, generate_answer=False)
+
+    def ask(self, question: str, history: Sequence[Message | dict] | None = None,
+            cfg: PipelineConfig | None = None) -> Trace:
+        return self._run(question, history, cfg or self.cfg, generate_answer=True)
+
+    # -- the run --------------------------------------------------------------------------------------------
+    def _run(self, question: str, history, cfg: PipelineConfig, generate_answer: bool) -> Trace:
+        question = clean_question(question)
+        turns = coerce_history(history)
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+
+        def timed(name, fn, *args, **kwargs):
+            t0 = time.perf_counter()
+            result = fn(*args, **kwargs)
+            timings[name] = round((time.perf_counter() - t0) * 1000, 3)
+            return result
+
+        base = Trace(question=question, history=turns, config_hash=cfg.config_hash(),
+                     corpus_version=self.store.corpus_version, config=cfg, run_id=uuid.uuid4().hex[:16],
+                     created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        rw = timed("rewrite", rewrite.run, question, turns, cfg.rewrite, self.models)
+        query = rw.query or question
+
+        key = cache_key(query, base.corpus_version, base.config_hash)
+        if generate_answer and cfg.cache.enabled:
+            cached = timed("cache", self.cache.get, key)
+            if cached is not None:
+                trace = dataclasses.replace(
+                    cached, question=question, history=turns, rewrite=rw, cache_hit=True, llm_calls=rw.llm_calls,
+                    llm_calls_saved=0, run_id=base.run_id, created_at=base.created_at,
+                    timings_ms={**timings, "total": round((time.perf_counter() - started) * 1000, 3)})
+                return self._log(trace)
+
+        ret = timed("retrieve", retrieve.run, query, cfg, self.store, self.models)
+        rr = timed("rerank", rerank.run, query, ret, cfg.rerank, self.models, cfg.gate)
+        gt = timed("gate", gate.run, ret, rr, cfg.gate)
+        trace = dataclasses.replace(base, rewrite=rw, retrieval=ret, rerank=rr, gate=gt)
+        ranked = trace.ranked_candidates()
+
+        if gt.decision == "abstain":
+            trace = dataclasses.replace(trace, answer=gt.abstention_message, abstained=True,
+                                        llm_calls_saved=gt.llm_calls_saved)
+        elif generate_answer:
+            gen = timed("generate", generate.run, question, query, ranked, cfg.generate, self.models)
+            val = timed("validate", citations.run, gen, ranked, cfg.validate, self.models.embedder(cfg.embedding))
+            tr = timed("trust", trust.run, gen, val)
+            trace = dataclasses.replace(trace, generation=gen, validation=val, trust=tr, answer=gen.answer,
+                                        abstained=gen.is_abstention, confidence=tr.final_confidence,
+                                        limitations=tr.limitations)
+        else:
+            trace = dataclasses.replace(trace, generation=GenerationTrace(status="skipped"))
+
+        llm_calls = rw.llm_calls + trace.generation.llm_calls
+        timings["total"] = round((time.perf_counter() - started) * 1000, 3)
+        trace = dataclasses.replace(trace, llm_calls=llm_calls, timings_ms=timings,
+                                    degradations=_degradations(trace))
+        if generate_answer and cfg.cache.enabled:
+            self.cache.put(key, trace)
+        return self._log(trace) if generate_answer else trace
+
+    def _log(self, trace: Trace) -> Trace:
+        if self.runs is not None:
+            self.runs.record(trace)
+        return trace
+
+
+def _degradations(trace: Trace) -> tuple[str, ...]:
+    out = []
+    if trace.rewrite.status in ("rejected", "failed"):
+        out.append(f"rewrite {trace.rewrite.status}: {trace.rewrite.reason}")
+    if trace.retrieval.status == "failed":
+        out.append(f"retrieval failed: {trace.retrieval.reason}")
+    if trace.rerank.status == "skipped" and trace.rerank.reason:
+        out.append(f"rerank skipped: {trace.rerank.reason}")
+    if trace.generation.status == "fallback":
+        out.append(f"generation fell back to {trace.generation.backend}: {trace.generation.fallback_reason}")
+    return tuple(out)

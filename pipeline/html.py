@@ -1,0 +1,154 @@
+"""HTML to Markdown-like text for ingestion: structure kept, active content dropped.
+
+Headings become ``#`` lines, lists ``-``/``1.`` items, ``<pre>`` fenced code, and ``<table>`` a Markdown
+table (the first row is the header; pipes in cells are escaped), so the chunker can keep tables whole and
+repeat their header when it has to split one by rows. ``<script>``, ``<style>``, ``<noscript>``,
+``<template>``, ``<iframe>`` and hidden elements (``hidden``, ``aria-hidden="true"``, inline
+``display:none`` / ``visibility:hidden``) are removed: text a reader of the page never sees should not
+become a source the answer can quote.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bs4 import BeautifulSoup, NavigableString, Tag
+
+_DROP = ("script", "style", "noscript", "template", "iframe", "object", "embed", "svg", "head")
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "figure",
+           "figcaption", "details", "summary", "form", "fieldset", "address", "body", "html", "dl", "dd", "dt"}
+
+
+def html_to_markdown(html: str) -> tuple[str, str]:
+    """Return (markdown_text, title) for an HTML document."""
+    soup = BeautifulSoup(html, "html.parser")
+    title_tag = soup.find("title")
+    title = title_tag.get_text(" ", strip=True) if title_tag else ""
+    for tag in soup.find_all(_DROP):
+        tag.decompose()
+    for tag in soup.find_all(_is_hidden):
+        tag.decompose()
+    if not title:
+        h1 = soup.find("h1")
+        title = h1.get_text(" ", strip=True) if h1 else ""
+    blocks: list[str] = []
+    _walk(soup, blocks)
+    text = "\n\n".join(b for b in blocks if b.strip())
+    return re.sub(r"\n{3,}", "\n\n", text).strip(), title
+
+
+def _is_hidden(tag: Tag) -> bool:
+    if not isinstance(tag, Tag) or tag.attrs is None:
+        return False
+    if tag.has_attr("hidden") or str(tag.get("aria-hidden", "")).lower() == "true":
+        return True
+    return bool(_HIDDEN_STYLE.search(str(tag.get("style", ""))))
+
+
+def _inline(node) -> str:
+    """Text of an inline run, with code spans kept and whitespace collapsed."""
+    if isinstance(node, NavigableString):
+        return str(node)
+    if not isinstance(node, Tag):
+        return ""
+    if node.name == "br":
+        return "\n"
+    if node.name == "code":
+        return f"`{node.get_text()}`"
+    if node.name in ("strong", "b"):
+        inner = "".join(_inline(c) for c in node.children).strip()
+        return f"**{inner}**" if inner else ""
+    if node.name in ("em", "i"):
+        inner = "".join(_inline(c) for c in node.children).strip()
+        return f"*{inner}*" if inner else ""
+    return "".join(_inline(c) for c in node.children)
+
+
+def _clean(text: str) -> str:
+    lines = [re.sub(r"[ \t\r\f\v]+", " ", line).strip() for line in text.split("\n")]
+    return "\n".join(line for line in lines if line)
+
+
+def _walk(node: Tag, blocks: list[str]) -> None:
+    buffer: list[str] = []
+
+    def flush() -> None:
+        text = _clean("".join(buffer))
+        if text:
+            blocks.append(text)
+        buffer.clear()
+
+    for child in node.children:
+        if isinstance(child, NavigableString):
+            buffer.append(str(child))
+            continue
+        if not isinstance(child, Tag):
+            continue
+        name = child.name
+        if name and re.fullmatch(r"h[1-6]", name):
+            flush()
+            blocks.append("#" * int(name[1]) + " " + _clean(_inline(child)).replace("\n", " "))
+        elif name in ("ul", "ol"):
+            flush()
+            blocks.append(_list(child, ordered=name == "ol"))
+        elif name == "pre":
+            flush()
+            code = child.get_text()
+            lang = ""
+            inner = child.find("code")
+            if inner is not None:
+                for cls in inner.get("class") or []:
+                    if cls.startswith("language-"):
+                        lang = cls[len("language-"):]
+            blocks.append(f"```{lang}\n{code.strip(chr(10))}\n```")
+        elif name == "table":
+            flush()
+            table = _table(child)
+            if table:
+                blocks.append(table)
+        elif name == "blockquote":
+            flush()
+            inner: list[str] = []
+            _walk(child, inner)
+            blocks.append("\n".join("> " + line for block in inner for line in block.splitlines()))
+        elif name == "hr":
+            flush()
+        elif name in _BLOCKS or name == "li":
+            flush()
+            _walk(child, blocks)
+        else:
+            buffer.append(_inline(child))
+    flush()
+
+
+def _list(tag: Tag, ordered: bool, depth: int = 0) -> str:
+    lines = []
+    number = 0
+    for item in tag.find_all("li", recursive=False):
+        number += 1
+        nested = [c for c in item.children if isinstance(c, Tag) and c.name in ("ul", "ol")]
+        for n in nested:
+            n.extract()
+        text = _clean(_inline(item)).replace("\n", " ")
+        marker = f"{number}." if ordered else "-"
+        lines.append("   " * depth + f"{marker} {text}")
+        for n in nested:
+            lines.append(_list(n, ordered=n.name == "ol", depth=depth + 1))
+    return "\n".join(lines)
+
+
+def _table(tag: Tag) -> str:
+    rows = []
+    for tr in tag.find_all("tr"):
+        cells = [_clean(_inline(cell)).replace("\n", " ").replace("|", "\\|") for cell in tr.find_all(["th", "td"])]
+        if cells:
+            rows.append(cells)
+    if not rows:
+        return ""
+    width = max(len(r) for r in rows)
+    rows = [r + [""] * (width - len(r)) for r in rows]
+    header, body = rows[0], rows[1:]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(r) + " |" for r in body]
+    return "\n".join(lines)

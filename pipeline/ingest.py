@@ -1,0 +1,267 @@
+"""Ingestion: load → chunk → tokenize → embed (batched, with a progress bar) → write → supersession.
+
+Incremental by content hash: an unchanged document is not re-chunked or re-embedded; a changed one
+replaces all its old chunks atomically (:meth:`Store.replace_document`); a document whose front matter
+says ``status: retracted`` is removed. The corpus version increments once per run that changed anything.
+
+BM25 document weights depend on the corpus's average chunk length. A fresh ingest computes it over all
+chunks before writing; an incremental one recomputes it and, when it drifted by more than
+``AVGDL_TOLERANCE``, rewrites every chunk's sparse vector (no re-embedding), so the keyword leg keeps
+scoring with the corpus's real average length.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.chunking import chunk_document
+from pipeline.config import PipelineConfig
+from pipeline.documents import Chunk, Document, LoadProblem, load_paths
+from pipeline.models import Models
+from pipeline.qdrant_index import IndexPoint
+from pipeline.store import Store, point_id_for
+from pipeline.supersede import SupersedeInput, compute_supersession
+from pipeline.tokenize import bm25_doc_weights, to_sparse, tokenize
+
+AVGDL_TOLERANCE = 0.02
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    documents: int                 # valid documents found in the given paths
+    chunks: int                    # their chunks
+    embedded: int                  # chunks embedded this run (0 when nothing changed)
+    deleted: int                   # documents removed (retracted)
+    corpus_version: int
+    added: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    unchanged: int = 0
+    retracted: tuple[str, ...] = ()
+    superseded_chunks: int = 0
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"documents": self.documents, "chunks": self.chunks, "embedded": self.embedded,
+                "deleted": self.deleted, "corpus_version": self.corpus_version, "added": list(self.added),
+                "updated": list(self.updated), "unchanged": self.unchanged, "retracted": list(self.retracted),
+                "superseded_chunks": self.superseded_chunks, "problems": list(self.problems),
+                "notes": list(self.notes)}
+
+
+@dataclass
+class _Prepared:
+    doc: Document
+    chunks: list[Chunk]
+    terms: list[list[str]] = field(default_factory=list)
+
+
+def build_signature(cfg: PipelineConfig, dim: int) -> str:
+    """What the stored vectors depend on; a change means every chunk must be rebuilt."""
+    return json.dumps({"embedding": cfg.embedding.model, "dim": dim, "chunking": [cfg.chunking.max_tokens,
+                       cfg.chunking.overlap_tokens], "bm25": [cfg.keyword.k1, cfg.keyword.b]}, sort_keys=True)
+
+
+def ingest_paths(store: Store, paths: Iterable[str | Path], cfg: PipelineConfig, models: Models,
+                 progress: bool = True) -> IngestReport:
+    documents, problems = load_paths(paths)
+    return ingest_documents(store, documents, cfg, models, problems=problems, progress=progress)
+
+
+def ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfig, models: Models,
+                     problems: list[LoadProblem] | None = None, progress: bool = True) -> IngestReport:
+    embedder = models.embedder(cfg.embedding)
+    notes: list[str] = []
+    signature = build_signature(cfg, embedder.dim)
+    stored_signature = store.meta("build_signature")
+    if stored_signature and stored_signature != signature and not store.is_empty():
+        if json.loads(stored_signature).get("dim") != embedder.dim:
+            from pipeline.store import StoreError
+            raise StoreError(f"the store at {store.home} was built with {json.loads(stored_signature)['embedding']} "
+                             f"(dimension {json.loads(stored_signature)['dim']}); delete the data directory or use "
+                             f"another --store to ingest with {cfg.embedding.model}")
+        notes.append("chunking, BM25 or embedding settings changed since the last ingest: rebuilding every document")
+        known = {d.doc_id for d in documents}
+        documents = documents + [d for d in (store.stored_document(s.doc_id) for s in store.documents())
+                                 if d is not None and d.doc_id not in known]
+        force = True
+    else:
+        force = False
+
+    existing = {d.doc_id: d for d in store.documents()}
+    live_docs = [d for d in documents if not d.retracted]
+    retracted = [d.doc_id for d in documents if d.retracted and d.doc_id in existing]
+    notes.extend(f"{d.doc_id}: marked retracted; not indexed" for d in documents if d.retracted)
+    changed = [d for d in live_docs if force or d.doc_id not in existing
+               or existing[d.doc_id].content_hash != d.content_hash]
+    unchanged = len(live_docs) - len(changed)
+    changed_ids = {d.doc_id for d in changed}
+    if changed or retracted:
+        store.set_meta(pending="1")  # cleared below; if the process dies, the next open repairs
+
+    prepared = [_Prepared(doc, chunk_document(doc, cfg.chunking)) for doc in changed]
+    for p in prepared:
+        p.terms = [tokenize(c.indexed_text) for c in p.chunks]
+
+    # The average chunk length after this run: stored chunks of untouched documents plus the new ones.
+    replaced = {p.doc.doc_id for p in prepared} | set(retracted)
+    kept_lengths = [c.token_count for c in store.chunks() if c.doc_id not in replaced]
+    new_lengths = [len(t) for p in prepared for t in p.terms]
+    lengths = kept_lengths + new_lengths
+    avgdl = (sum(lengths) / len(lengths)) if lengths else 1.0
+
+    texts = [c.indexed_text for p in prepared for c in p.chunks]
+    vectors = _embed(embedder, texts, cfg.embedding.batch_size, progress)
+
+    offset = 0
+    added, updated = [], []
+    for p in prepared:
+        n = len(p.chunks)
+        doc_vectors = vectors[offset:offset + n]
+        offset += n
+        points = []
+        for chunk, terms, vector in zip(p.chunks, p.terms, doc_vectors):
+            indices, values = to_sparse(bm25_doc_weights(terms, avgdl, cfg.keyword.k1, cfg.keyword.b))
+            points.append(IndexPoint(point_id_for(p.doc, chunk.ordinal), vector.tolist(), indices, values,
+                                     _payload(p.doc, chunk)))
+        store.replace_document(p.doc, p.chunks, points, p.terms)
+        (updated if p.doc.doc_id in existing else added).append(p.doc.doc_id)
+    for doc_id in retracted:
+        store.delete_document(doc_id)
+
+    changed_anything = bool(prepared or retracted)
+    previous_avgdl = store.avgdl
+    if changed_anything and previous_avgdl and kept_lengths and (
+            abs(avgdl - previous_avgdl) / previous_avgdl > AVGDL_TOLERANCE or force):
+        refresh_sparse(store, cfg, avgdl, skip={p.doc.doc_id for p in prepared})
+        notes.append(f"average chunk length moved {previous_avgdl:.1f} → {avgdl:.1f} tokens: "
+                     "sparse vectors of unchanged chunks rewritten")
+    superseded = 0
+    if changed_anything:
+        superseded = update_supersession(store, cfg)
+        store.index.optimize()
+        store.index.flush()
+        store.set_meta(corpus_version=store.corpus_version + 1, avgdl=avgdl, build_signature=signature,
+                       dim=embedder.dim, pending="")
+    else:
+        superseded = sum(1 for c in store.chunks() if c.superseded_by)
+    return IngestReport(
+        documents=len(live_docs), chunks=sum(len(p.chunks) for p in prepared) + _stored_chunks_of(
+            store, [d.doc_id for d in live_docs if d.doc_id not in changed_ids]),
+        embedded=len(texts), deleted=len(retracted), corpus_version=store.corpus_version, added=tuple(added),
+        updated=tuple(updated), unchanged=unchanged, retracted=tuple(retracted), superseded_chunks=superseded,
+        problems=tuple(str(p) for p in (problems or [])), notes=tuple(notes))
+
+
+def delete_document(store: Store, doc_id: str) -> int:
+    """Remove a document from both legs; bumps the corpus version. Returns chunks removed (0: unknown id)."""
+    removed = store.delete_document(doc_id)
+    if removed:
+        store.index.optimize()
+        store.index.flush()
+        store.set_meta(corpus_version=store.corpus_version + 1)
+    return removed
+
+
+def _stored_chunks_of(store: Store, doc_ids: list[str]) -> int:
+    return sum(d.chunk_count for d in store.documents_by_ids(doc_ids))
+
+
+def _embed(embedder, texts: list[str], batch_size: int, progress: bool) -> np.ndarray:
+    if not texts:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    from tqdm import tqdm
+
+    parts = []
+    with tqdm(total=len(texts), desc="embedding chunks", unit="chunk", disable=not progress, file=sys.stderr,
+              leave=False) as bar:
+        for start in range(0, len(texts), batch_size):
+            batch = texts[start:start + batch_size]
+            parts.append(embedder.encode(batch))
+            bar.update(len(batch))
+    return np.vstack(parts)
+
+
+def _payload(doc: Document, chunk: Chunk) -> dict:
+    return {"chunk_id": chunk.chunk_id, "doc_id": doc.doc_id, "title": doc.title, "text": chunk.text,
+            "heading_path": list(chunk.heading_path), "kind": chunk.kind, "ordinal": chunk.ordinal,
+            "version": doc.version, "effective_date": doc.effective_date,
+            "product": doc.metadata.get("product", ""), "topic": doc.metadata.get("topic", ""),
+            "doc_hash": doc.content_hash, "superseded_by": [], "superseded_reason": ""}
+
+
+def refresh_sparse(store: Store, cfg: PipelineConfig, avgdl: float, skip: set[str] = frozenset()) -> int:
+    """Rewrite the BM25 sparse vectors of every live chunk (except documents in ``skip``) for ``avgdl``."""
+    skip_points = {c.point_id for c in store.chunks() if c.doc_id in skip}
+    items = []
+    for point_id, terms in store.chunk_terms().items():
+        if point_id in skip_points:
+            continue
+        indices, values = to_sparse(bm25_doc_weights(terms, avgdl, cfg.keyword.k1, cfg.keyword.b))
+        items.append((point_id, indices, values))
+    store.index.update_sparse(items)
+    return len(items)
+
+
+def update_supersession(store: Store, cfg: PipelineConfig) -> int:
+    """Recompute 'superseded in part' over the whole catalogue; returns how many chunks carry it."""
+    docs = {d.doc_id: d for d in store.documents()}
+    chunks = store.chunks()
+    items, point_ids = [], []
+    for c in chunks:
+        d = docs[c.doc_id]
+        group = d.metadata.get("product") or d.metadata.get("topic") or ""
+        items.append(SupersedeInput(c.chunk_id, c.doc_id, d.title, group, d.version, d.effective_date, c.text))
+        point_ids.append(c.point_id)
+    if not items:
+        return 0
+    dense = store.index.dense_vectors(point_ids)
+    dim = store.dim
+    vectors = np.array([dense.get(pid) or [0.0] * dim for pid in point_ids], dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = vectors / np.maximum(norms, 1e-12)
+    found = compute_supersession(items, vectors, cfg.ingest.supersede_similarity)
+    updates = {}
+    for c in chunks:
+        new = found.get(c.chunk_id, ((), ""))
+        if (tuple(c.superseded_by), c.superseded_reason) != new:
+            updates[c.chunk_id] = new
+    if updates:
+        store.set_supersession(updates)
+    return len(found)
+
+
+def needs_repair(store: Store) -> bool:
+    """Cheap check: an interrupted write, a replaced index, or point and chunk counts that disagree."""
+    return bool(store.meta("pending") or getattr(store, "damage", "")) or store.index.count() != store.chunk_count()
+
+
+def repair(store: Store, cfg: PipelineConfig, models: Models, progress: bool = False) -> list[str]:
+    """Make the index match the catalogue: drop orphan points, rebuild missing ones from stored text."""
+    actions = []
+    if getattr(store, "damage", ""):
+        actions.append(store.damage)
+    orphans = store.orphan_points()
+    if orphans:
+        store.index.delete(orphans)
+        actions.append(f"removed {len(orphans)} index points left by an interrupted write")
+    missing = store.missing_points()
+    if missing:
+        doc_ids = sorted({cid.rsplit("#", 1)[0] for cid in missing})
+        docs = [d for d in (store.stored_document(doc_id) for doc_id in doc_ids) if d is not None]
+        for doc in docs:
+            store.delete_document(doc.doc_id)
+        ingest_documents(store, docs, cfg, models, progress=progress)
+        actions.append(f"rebuilt {len(missing)} missing chunks of {len(docs)} documents from the stored text")
+    if actions:
+        store.index.optimize()
+        store.index.flush()
+    store.set_meta(pending="")
+    store.damage = ""
+    return actions

@@ -1,0 +1,310 @@
+"""The Trace: one frozen record per stage of one question's run, and the run as a whole.
+
+Every intermediate result is kept (DESIGN.md): the app renders it, the audit log stores it, the sweep
+replays the gate over it, and ``Trace.to_json()`` / ``Trace.from_json()`` round-trip exactly so a stored run
+can be diffed and replayed. A stage that did not run keeps its default record with ``status="skipped"``.
+
+Candidate texts are stored once, in ``retrieval.candidates``; later stages refer to chunks by ``chunk_id``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from pipeline.config import PipelineConfig
+from pipeline.serde import from_dict, to_dict
+
+Confidence = Literal["HIGH", "MEDIUM", "LOW", ""]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str
+    content: str
+
+
+# -- rewrite -------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RewriteTrace:
+    status: Literal["skipped", "accepted", "rejected", "failed", "expanded", "off"] = "skipped"
+    backend: str = ""                 # "llm:<model>" | "terms" | "off"
+    original: str = ""                # the user's question as typed
+    proposed: str = ""                # what the rewriter produced (before validation)
+    query: str = ""                   # the standalone query used downstream
+    reason: str = ""                  # why skipped / rejected / failed, or what the expansion added
+    history_turns_used: int = 0
+    prompt: tuple[Message, ...] = ()
+    raw_reply: str = ""
+    llm_calls: int = 0
+    latency_ms: float = 0.0
+
+
+# -- retrieval -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MatchedTerm:
+    """Why a chunk matched on the keyword leg: one query term's share of the BM25 score."""
+    term: str
+    query_weight: float               # occurrences of the term in the query
+    doc_weight: float                 # the chunk's BM25 term-frequency weight (k1, b, avgdl)
+    idf: float                        # ln(1 + (N - n + 0.5) / (n + 0.5)), as the engine applies it
+    contribution: float               # query_weight * doc_weight * idf
+
+
+@dataclass(frozen=True)
+class Candidate:
+    chunk_id: str
+    doc_id: str
+    title: str
+    text: str
+    heading_path: tuple[str, ...] = ()
+    kind: str = "prose"
+    version: str = ""
+    effective_date: str = ""
+    superseded_by: tuple[str, ...] = ()
+    superseded_reason: str = ""
+    dense_rank: int | None = None     # 1-based rank on the dense leg, None if not in its top-k
+    dense_score: float | None = None  # cosine similarity
+    keyword_rank: int | None = None
+    keyword_score: float | None = None  # BM25 score from the engine
+    matched_terms: tuple[MatchedTerm, ...] = ()
+    dense_contribution: float = 0.0   # w_dense / (k + dense_rank)
+    keyword_contribution: float = 0.0
+    fused_score: float = 0.0
+    fused_rank: int = 0
+
+
+FUSED_SCALE_NOTE = (
+    "Fused score = sum over legs of weight / (k + rank). With two legs and k = 60 the maximum is "
+    "2/61 ~ 0.033 (first on both legs); a chunk ranked first by one leg only scores 1/61 ~ 0.016. "
+    "So a fused threshold near 0.015-0.03 measures whether the legs agree, not relevance."
+)
+
+
+@dataclass(frozen=True)
+class RetrievalTrace:
+    status: Literal["skipped", "ran", "failed"] = "skipped"
+    query: str = ""
+    query_terms: tuple[str, ...] = ()
+    dense_top_k: int = 0
+    keyword_top_k: int = 0
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    keyword_weight: float = 1.0
+    dense_hits: int = 0
+    keyword_hits: int = 0
+    candidates: tuple[Candidate, ...] = ()   # in fused order
+    fused_scale_note: str = FUSED_SCALE_NOTE
+    reason: str = ""
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+# -- rerank --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RerankScore:
+    chunk_id: str
+    doc_id: str
+    rerank_score: float               # sigmoid of the cross-encoder logit, in [0, 1]
+    rerank_rank: int
+    fused_rank: int
+    logit: float = 0.0
+
+
+@dataclass(frozen=True)
+class RerankTrace:
+    status: Literal["skipped", "ran", "disabled"] = "skipped"
+    reason: str = ""                  # why skipped, and what to install
+    model: str = ""
+    precision: str = ""
+    candidates_in: int = 0
+    scored: int = 0                   # fewer than candidates_in when early stop fired
+    early_stopped: bool = False
+    max_tokens: int = 0
+    candidates: tuple[RerankScore, ...] = ()  # top-k, in rerank order
+    latency_ms: float = 0.0
+
+
+# -- gate ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ClosestDocument:
+    doc_id: str
+    title: str
+    chunk_id: str
+    score: float
+    scale: str
+
+
+@dataclass(frozen=True)
+class GateTrace:
+    status: Literal["skipped", "ran"] = "skipped"
+    decision: Literal["answer", "abstain"] = "abstain"
+    signal: str = "auto"              # as configured
+    scale: Literal["rerank", "fused", "dense"] = "fused"  # the signal actually used
+    score: float = 0.0
+    threshold: float = 0.0
+    margin: float = 0.0               # score - threshold
+    reason: str = ""
+    top_chunk_id: str = ""
+    top_rerank_score: float | None = None
+    top_fused_score: float | None = None
+    top_dense_cosine: float | None = None
+    closest_documents: tuple[ClosestDocument, ...] = ()
+    abstention_message: str = ""
+    llm_calls_saved: int = 0
+
+
+# -- generation ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Source:
+    number: int                       # the [n] the generator sees
+    chunk_id: str
+    doc_id: str
+    title: str
+    version: str = ""
+    effective_date: str = ""
+
+
+@dataclass(frozen=True)
+class LLMAttempt:
+    messages: tuple[Message, ...] = ()
+    raw_reply: str = ""
+    error: str = ""                   # provider error (timeout, connection, 5xx)
+    parse_error: str = ""             # why the reply did not satisfy the output schema
+    latency_ms: float = 0.0
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GenerationTrace:
+    status: Literal["skipped", "answered", "abstained", "fallback", "cached"] = "skipped"
+    backend: str = ""                 # the generator that produced the answer
+    requested_backend: str = ""       # the configured one (differs on fallback)
+    model: str = ""
+    sources: tuple[Source, ...] = ()
+    attempts: tuple[LLMAttempt, ...] = ()
+    answer: str = ""
+    used_source_ids: tuple[int, ...] = ()
+    confidence: Confidence = ""
+    limitations: tuple[str, ...] = ()
+    fallback_reason: str = ""
+    is_abstention: bool = False
+    llm_calls: int = 0
+    latency_ms: float = 0.0
+
+
+# -- validation and trust ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CitationScore:
+    marker: int
+    chunk_id: str                     # "" when the marker is fabricated
+    similarity: float | None          # None when the marker is fabricated
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    text: str
+    markers: tuple[int, ...] = ()
+    similarities: tuple[CitationScore, ...] = ()
+    verdict: Literal["supported", "unsupported", "uncited"] = "uncited"
+    fabricated_markers: tuple[int, ...] = ()
+    best_similarity: float | None = None
+
+
+@dataclass(frozen=True)
+class ValidationTrace:
+    status: Literal["skipped", "ran"] = "skipped"
+    reason: str = ""
+    threshold: float = 0.5
+    claims: tuple[ClaimCheck, ...] = ()
+    fabricated_markers: tuple[int, ...] = ()
+    cited_sources: tuple[int, ...] = ()
+    uncited_sources: tuple[int, ...] = ()      # offered, never cited: dimmed in the UI
+    superseded_sources: tuple[int, ...] = ()   # offered chunks carrying superseded_by: amber badge
+    supported: int = 0
+    unsupported: int = 0
+    uncited: int = 0
+    encoder_calls: int = 0
+    latency_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class TrustTrace:
+    status: Literal["skipped", "ran"] = "skipped"
+    reported_confidence: Confidence = ""
+    final_confidence: Confidence = ""
+    limitations: tuple[str, ...] = ()
+    rules_fired: tuple[str, ...] = ()
+
+
+# -- the run -------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Trace:
+    question: str
+    history: tuple[Message, ...] = ()
+    rewrite: RewriteTrace = field(default_factory=RewriteTrace)
+    retrieval: RetrievalTrace = field(default_factory=RetrievalTrace)
+    rerank: RerankTrace = field(default_factory=RerankTrace)
+    gate: GateTrace = field(default_factory=GateTrace)
+    generation: GenerationTrace = field(default_factory=GenerationTrace)
+    validation: ValidationTrace = field(default_factory=ValidationTrace)
+    trust: TrustTrace = field(default_factory=TrustTrace)
+    answer: str = ""
+    abstained: bool = False
+    confidence: Confidence = ""
+    limitations: tuple[str, ...] = ()
+    llm_calls: int = 0
+    llm_calls_saved: int = 0
+    cache_hit: bool = False
+    degradations: tuple[str, ...] = ()     # every recorded fallback or skipped stage, one line each
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    config_hash: str = ""
+    corpus_version: int = 0
+    config: PipelineConfig | None = None
+    run_id: str = ""
+    created_at: str = ""
+
+    # -- serialisation -------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trace:
+        return from_dict(cls, data)
+
+    @classmethod
+    def from_json(cls, text: str) -> Trace:
+        return cls.from_dict(json.loads(text))
+
+    # -- lookups the app, the validator and the sweep share --------------------------------------------
+    def candidate(self, chunk_id: str) -> Candidate | None:
+        for c in self.retrieval.candidates:
+            if c.chunk_id == chunk_id:
+                return c
+        return None
+
+    def ranked_candidates(self) -> tuple[Candidate, ...]:
+        """Candidates in final order: rerank order when the reranker ran, else fused order."""
+        if self.rerank.status == "ran" and self.rerank.candidates:
+            by_id = {c.chunk_id: c for c in self.retrieval.candidates}
+            return tuple(by_id[r.chunk_id] for r in self.rerank.candidates if r.chunk_id in by_id)
+        return self.retrieval.candidates
+
+    def rerank_score(self, chunk_id: str) -> float | None:
+        for r in self.rerank.candidates:
+            if r.chunk_id == chunk_id:
+                return r.rerank_score
+        return None
+
+    def with_stage(self, **stages: Any) -> Trace:
+        return replace(self, **stages)

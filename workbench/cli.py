@@ -1,0 +1,289 @@
+"""The ``workbench`` command line: ingest, delete, search, ask, eval, tune, runs.
+
+Every command takes ``--store DIR`` (default: ``$WORKBENCH_HOME`` or ``.workbench``); ``--json`` prints
+machine-readable output only. Bad input exits non-zero with one line on stderr — never a traceback (set
+``WORKBENCH_DEBUG=1`` to see one for a real bug).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A user-fixable problem: printed as one line, exit code 2."""
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    from pipeline.config import ConfigError
+    from pipeline.engine import QuestionError
+    from pipeline.models import ModelUnavailable
+    from pipeline.store import StoreError
+
+    return (CliError, ConfigError, StoreError, QuestionError, ModelUnavailable, FileNotFoundError)
+
+
+def load_config(args: argparse.Namespace):
+    from pipeline.config import PipelineConfig
+
+    cfg = PipelineConfig()
+    if getattr(args, "config", None):
+        path = Path(args.config)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+        cfg = PipelineConfig.from_json(text)
+    if getattr(args, "set", None):
+        cfg = cfg.with_overrides(list(args.set))
+    return cfg
+
+
+def open_store(args: argparse.Namespace, cfg=None, repair: bool = True):
+    """Open the store, and repair it first if an interrupted write or a damaged index is detected."""
+    from pipeline.ingest import needs_repair, repair as repair_store
+    from pipeline.models import default_models
+    from pipeline.store import Store
+
+    store = Store.open(args.store)
+    if repair and cfg is not None and needs_repair(store) and not store.is_empty():
+        for action in repair_store(store, cfg, default_models()):
+            print(f"note: {action}", file=sys.stderr)
+    return store
+
+
+def _emit(args: argparse.Namespace, data, human: Callable[[], str]) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        print(human())
+
+
+# -- commands ------------------------------------------------------------------------------------------------
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from pipeline.ingest import ingest_paths
+    from pipeline.models import default_models
+
+    cfg = load_config(args)
+    with open_store(args, cfg) as store:
+        report = ingest_paths(store, args.paths, cfg, default_models(), progress=not args.json and sys.stderr.isatty())
+    for problem in report.problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    _emit(args, report.to_dict(), lambda: (
+        f"{report.documents} documents, {report.chunks} chunks; embedded {report.embedded}, "
+        f"removed {report.deleted}; corpus version {report.corpus_version}"
+        + "".join(f"\nnote: {n}" for n in report.notes)))
+    valid = report.documents + len(report.retracted)
+    return 1 if report.problems and valid == 0 else 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    from pipeline.ingest import delete_document
+
+    with open_store(args) as store:
+        removed = delete_document(store, args.doc_id)
+        version = store.corpus_version
+    if not removed:
+        raise CliError(f"no document with id {args.doc_id!r} in {store.home} (list them with: workbench docs)")
+    _emit(args, {"doc_id": args.doc_id, "chunks_removed": removed, "corpus_version": version},
+          lambda: f"deleted {args.doc_id}: {removed} chunks removed; corpus version {version}")
+    return 0
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        docs = store.documents()
+        version = store.corpus_version
+    _emit(args, {"corpus_version": version, "documents": [
+        {"doc_id": d.doc_id, "title": d.title, "chunks": d.chunk_count, "source": d.source, **d.metadata}
+        for d in docs]}, lambda: "\n".join(f"{d.doc_id:<40} {d.chunk_count:>3} chunks  {d.title}" for d in docs)
+        or "the store is empty")
+    return 0
+
+
+def _read_history(path: str | None):
+    if not path:
+        return ()
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CliError(f"cannot read history file {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise CliError(f"history file {path} is not valid JSON: {exc}") from None
+    if isinstance(data, dict):
+        data = data.get("history", [])
+    if not isinstance(data, list):
+        raise CliError(f"history file {path} must hold a list of {{\"role\", \"content\"}} turns")
+    return data
+
+
+def _pipeline(args: argparse.Namespace, cfg, store):
+    from pipeline.engine import Pipeline
+
+    return Pipeline(store, cfg=cfg)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from workbench.report import render_search
+
+    cfg = load_config(args)
+    with open_store(args, cfg) as store:
+        _require_corpus(store, args)
+        trace = _pipeline(args, cfg, store).search(args.query, history=_read_history(args.history))
+    data = trace.to_dict()
+    for key in ("generation", "validation", "trust"):
+        data.pop(key, None)
+    _emit(args, data, lambda: render_search(trace))
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from workbench.report import render_answer
+
+    cfg = load_config(args)
+    with open_store(args, cfg) as store:
+        _require_corpus(store, args)
+        trace = _pipeline(args, cfg, store).ask(args.question, history=_read_history(args.history))
+    _emit(args, trace.to_dict(), lambda: render_answer(trace))
+    return 0
+
+
+def _require_corpus(store, args) -> None:
+    if store.is_empty():
+        raise CliError(f"the store {store.home} is empty; ingest documents first: "
+                       "workbench ingest golden/corpus" + (f" --store {args.store}" if args.store else ""))
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from workbench.evaluate import main as eval_main
+
+    return eval_main(args, load_config(args), open_store)
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from workbench.sweep import main as tune_main
+
+    return tune_main(args, load_config(args), open_store)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from pipeline.runs import RunLog
+    from pipeline.store import data_dir
+
+    log = RunLog(data_dir(args.store) / "runs.sqlite")
+    if args.action == "show":
+        if not args.run_id:
+            raise CliError("usage: workbench runs show RUN_ID")
+        trace = log.get(args.run_id)
+        if trace is None:
+            raise CliError(f"no run with id {args.run_id!r} (list them with: workbench runs)")
+        print(trace.to_json(indent=2))
+        return 0
+    rows = log.list(limit=args.limit)
+    _emit(args, [r.to_dict() for r in rows], lambda: "\n".join(
+        f"{r.run_id}  {r.created_at}  {r.gate_decision:<7} {r.gate_score:7.4f}  {r.question[:70]}" for r in rows)
+        or "no runs yet")
+    return 0
+
+
+# -- parser ----------------------------------------------------------------------------------------------------
+
+def _common(p: argparse.ArgumentParser, config: bool = True, json_flag: bool = True) -> None:
+    p.add_argument("--store", metavar="DIR", default=None,
+                   help="data directory (default: $WORKBENCH_HOME or .workbench)")
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="print machine-readable JSON only")
+    if config:
+        p.add_argument("--config", metavar="FILE", help="PipelineConfig JSON file")
+        p.add_argument("--set", action="append", metavar="STAGE.KEY=VALUE", default=[],
+                       help="override one setting, e.g. --set gate.signal=dense (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="workbench", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", help="load, chunk, embed and index documents (incremental)")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories (.md .txt .html .jsonl)")
+    _common(p)
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("delete", help="remove a document from both indexes")
+    p.add_argument("doc_id", metavar="DOC_ID")
+    _common(p, config=False)
+    p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser("docs", help="list the documents in the store")
+    _common(p, config=False)
+    p.set_defaults(func=cmd_docs)
+
+    p = sub.add_parser("search", help="retrieve, rerank and gate (no generation)")
+    p.add_argument("query", metavar="QUERY")
+    p.add_argument("--history", metavar="FILE", help="JSON list of {role, content} turns")
+    _common(p)
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("ask", help="answer a question with cited sources, or abstain")
+    p.add_argument("question", metavar="QUESTION")
+    p.add_argument("--history", metavar="FILE", help="JSON list of {role, content} turns")
+    _common(p)
+    p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("eval", help="run a golden set and report metrics")
+    p.add_argument("golden", metavar="GOLDEN")
+    p.add_argument("--check", metavar="FLOORS", help="exit non-zero when a metric is below its floor")
+    p.add_argument("--csv", metavar="FILE", help="also write the per-row results as CSV")
+    p.add_argument("--out", metavar="DIR", help="write summary, rows and traces under DIR")
+    p.add_argument("--limit", type=int, default=None, help="only the first N cases")
+    _common(p)
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("tune", help="sweep both gate thresholds over stored traces")
+    p.add_argument("golden", metavar="GOLDEN")
+    p.add_argument("--out", metavar="DIR", default="tune-output", help="report and plots go here")
+    p.add_argument("--max-false-answer-rate", type=float, default=0.05)
+    _common(p)
+    p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser("runs", help="list query_runs, or show one trace")
+    p.add_argument("action", nargs="?", choices=["list", "show"], default="list")
+    p.add_argument("run_id", nargs="?", metavar="RUN_ID")
+    p.add_argument("--limit", type=int, default=50)
+    _common(p, config=False)
+    p.set_defaults(func=cmd_runs)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    debug = os.environ.get("WORKBENCH_DEBUG")
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if debug:
+            raise
+        if isinstance(exc, _known_errors()):
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"internal error: {type(exc).__name__}: {exc} (set WORKBENCH_DEBUG=1 for the traceback)",
+              file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
