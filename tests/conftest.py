@@ -1,0 +1,74 @@
+"""Shared fixtures. Tests never need a network: HF_HUB_OFFLINE=1, litellm's local cost map, fakes from
+``pipeline.testing``, and the packaged MiniLM for the tests that exercise real embeddings."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.pop("QDRANT_URL", None)
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from pipeline.config import PipelineConfig  # noqa: E402
+from pipeline.ingest import ingest_paths  # noqa: E402
+from pipeline.models import Models  # noqa: E402
+from pipeline.store import Store  # noqa: E402
+from pipeline.testing import FakeEmbedder, FakeReranker  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_CORPUS = ROOT / "golden" / "corpus"
+
+
+@pytest.fixture
+def cfg() -> PipelineConfig:
+    return PipelineConfig()
+
+
+@pytest.fixture
+def fake_embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def models(fake_embedder) -> Models:
+    """Fake embedder and reranker; no LLM (the default generator is extractive)."""
+    return Models(embedder=fake_embedder, reranker=FakeReranker())
+
+
+@pytest.fixture
+def store(tmp_path):
+    """An empty store in a temporary data directory (closed after the test)."""
+    s = Store.open(tmp_path / "store")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="session")
+def demo_store_fake(tmp_path_factory):
+    """The demo corpus ingested once per session with the fake embedder (fast). Treat as read-only."""
+    home = tmp_path_factory.mktemp("demo-fake")
+    s = Store.open(home)
+    ingest_paths(s, [DEMO_CORPUS], PipelineConfig(), Models(embedder=FakeEmbedder()), progress=False)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="session")
+def real_models():
+    """The packaged all-MiniLM-L6-v2 (offline) and no cross-encoder (none resolves offline)."""
+    return Models()
+
+
+@pytest.fixture(scope="session")
+def demo_store_real(tmp_path_factory, real_models):
+    """The demo corpus ingested once per session with the real MiniLM embedder. Treat as read-only."""
+    home = tmp_path_factory.mktemp("demo-real")
+    s = Store.open(home)
+    ingest_paths(s, [DEMO_CORPUS], PipelineConfig(), real_models, progress=False)
+    yield s
+    s.close()
