@@ -1,0 +1,81 @@
+import json
+
+import pytest
+
+from pipeline.config import PROVISIONAL_KEYS, ConfigError, PipelineConfig, apply_overrides, get_value, tunables
+
+
+def test_defaults_are_the_design_seed_values():
+    cfg = PipelineConfig()
+    assert cfg.gate.confidence_threshold_rerank == 0.45
+    assert cfg.gate.confidence_threshold_fused == 0.015
+    assert cfg.generate.llm_temperature == 0.1
+    assert cfg.rewrite.temperature == 0.0
+    assert cfg.rewrite.query_rewrite_history_turns == 6
+    assert cfg.rewrite.max_chars == 400 and cfg.rewrite.max_growth == 6.0
+    assert cfg.validate.claim_threshold == 0.50
+    assert (cfg.rerank.candidates, cfg.rerank.top_k, cfg.retrieve.rrf_k) == (100, 10, 60)
+
+
+def test_the_two_gate_thresholds_are_marked_provisional():
+    assert set(PROVISIONAL_KEYS) == {"gate.confidence_threshold_rerank", "gate.confidence_threshold_fused"}
+
+
+def test_json_round_trip_is_exact_and_the_hash_is_stable():
+    cfg = PipelineConfig().with_overrides(["gate.signal=dense", "retrieve.dense_weight=0.5", "rerank.enabled=false"])
+    again = PipelineConfig.from_json(cfg.to_json())
+    assert again == cfg
+    assert again.config_hash() == cfg.config_hash()
+    assert cfg.config_hash() != PipelineConfig().config_hash()
+    # key order in the file does not change the hash
+    shuffled = json.dumps(dict(reversed(list(cfg.to_dict().items()))))
+    assert PipelineConfig.from_json(shuffled).config_hash() == cfg.config_hash()
+
+
+def test_set_parses_each_value_by_the_declared_type():
+    cfg = apply_overrides(PipelineConfig(), ["retrieve.rrf_k=30", "gate.confidence_threshold_fused=0.02",
+                                             "cache.enabled=off", "generate.model=ollama/qwen2.5"])
+    assert cfg.retrieve.rrf_k == 30 and isinstance(cfg.retrieve.rrf_k, int)
+    assert cfg.gate.confidence_threshold_fused == 0.02
+    assert cfg.cache.enabled is False
+    assert get_value(cfg, "generate.model") == "ollama/qwen2.5"
+
+
+@pytest.mark.parametrize("override, message", [
+    ("gate.treshold=0.5", "unknown config key gate.treshold"),
+    ("gaet.signal=auto", "did you mean 'gate'"),
+    ("retrieve.rrf_k=many", "retrieve.rrf_k must be an integer"),
+    ("gate.signal=loudest", "gate.signal must be one of auto, rerank, fused, dense"),
+    ("gate.confidence_threshold_rerank=1.5", "must be between 0.0 and 1.0"),
+    ("cache.enabled=maybe", "cache.enabled must be true or false"),
+    ("rerank.top_k=500", "must not exceed rerank.candidates"),
+    ("generate.timeout_s=nan", "finite number"),
+    ("justakey", "stage.key=value"),
+])
+def test_bad_overrides_fail_with_a_message_that_says_how_to_fix_them(override, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        apply_overrides(PipelineConfig(), [override])
+
+
+def test_unknown_key_suggests_the_nearest_one():
+    with pytest.raises(ConfigError, match=r"did you mean gate\.signal\?"):
+        apply_overrides(PipelineConfig(), ["gate.signl=auto"])
+
+
+def test_config_file_with_a_typo_does_not_load_quietly():
+    with pytest.raises(ConfigError, match="unknown config key rerank.enabeld"):
+        PipelineConfig.from_json('{"rerank": {"enabeld": false}}')
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        PipelineConfig.from_json("{not json")
+    with pytest.raises(ConfigError, match="must be between"):
+        PipelineConfig.from_json('{"validate": {"claim_threshold": 7}}')
+
+
+def test_every_tunable_is_listed_with_help_for_the_app_sidebar():
+    items = tunables()
+    keys = [t.key for t in items]
+    assert len(keys) == len(set(keys))
+    assert "gate.signal" in keys and "rewrite.query_rewrite_history_turns" in keys
+    assert all(t.help for t in items)
+    signal = next(t for t in items if t.key == "gate.signal")
+    assert signal.type == "choice" and signal.choices == ("auto", "rerank", "fused", "dense")
