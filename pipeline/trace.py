@@ -215,11 +215,12 @@ class ClaimCheck:
     verdict: Literal["supported", "unsupported", "uncited"] = "uncited"
     fabricated_markers: tuple[int, ...] = ()
     best_similarity: float | None = None
+    span: tuple[int, int] = (0, 0)    # [start, end) of the sentence in the answer, markers included
 
 
 @dataclass(frozen=True)
 class ValidationTrace:
-    status: Literal["skipped", "ran"] = "skipped"
+    status: Literal["skipped", "ran", "failed"] = "skipped"   # failed: the encoder raised or returned junk
     reason: str = ""
     threshold: float = 0.5
     claims: tuple[ClaimCheck, ...] = ()
@@ -232,6 +233,7 @@ class ValidationTrace:
     uncited: int = 0
     encoder_calls: int = 0
     latency_ms: float = 0.0
+    non_claims: tuple[str, ...] = ()           # headings, lead-ins, questions: not checked, listed for review
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,166 @@
+"""Citation validation: does each sentence of the answer say what its cited sources say?
+
+Algorithm, after the answer exists (:func:`run`):
+
+1. **Claims**: the answer is split into sentence-level claims with their ``[n]`` markers by
+   :func:`pipeline.claims.split_claims` (abbreviations, versions, decimals, error codes, config keys, lists,
+   ``[1][2]`` / ``[1, 3]`` forms; headings, lead-ins and questions are not claims — see that module).
+2. **One batched encoder call per answer**: every claim that cites an offered source, plus the text of every
+   cited chunk, go to ``embedder.encode`` together — the same bi-encoder retrieval uses — so validation
+   costs one forward pass whatever the answer's length. An answer with nothing to compare makes no call.
+   Similarity is the cosine of the L2-normalised vectors, rounded to 4 places *before* it is compared, so
+   the number the user sees is the number that decided.
+3. **Verdicts**: a claim with no marker is ``uncited``. A claim is ``supported`` when ANY of its cited
+   chunks reaches ``validate.claim_threshold`` — the prompt asks the model to cite both sides of a
+   disagreement, and requiring all would punish that — otherwise ``unsupported``. A marker to a source
+   number that was never offered is **fabricated**: listed on the claim and in the summary, never removed —
+   the sentence may still be right, and hiding the marker would hide the model's failure. A claim whose
+   only markers are fabricated has nothing to be checked against, so it is ``unsupported``.
+4. **Summary**: counts per verdict; ``cited_sources`` (offered and cited), ``uncited_sources`` (offered,
+   never cited: the UI dims them), ``superseded_sources`` (offered chunks carrying ``superseded_by``: the
+   amber badge), the fabricated markers, the non-claims, encoder calls and latency.
+
+Sources are matched to candidate texts by ``chunk_id``. Status ``skipped`` (with a reason) when generation
+did not run or the answer is the abstention sentence: there is nothing to validate. If the encoder raises or
+returns vectors of the wrong shape, the stage records ``failed`` with the reason and every marked claim
+stays ``unsupported`` (unverified is not supported); it never raises.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from pipeline.claims import Sentence, split_claims
+from pipeline.config import ValidateConfig
+from pipeline.trace import Candidate, CitationScore, ClaimCheck, GenerationTrace, ValidationTrace
+
+__all__ = ["run", "split_claims", "marker_verdicts", "claim_marker_verdicts"]
+
+# -- validation ---------------------------------------------------------------------------------------
+
+def run(generation: GenerationTrace, candidates: tuple[Candidate, ...], cfg: ValidateConfig,
+        embedder) -> ValidationTrace:
+    """Check every claim of ``generation.answer`` against the chunks it cites (see the module docstring)."""
+    started = time.perf_counter()
+    skip = _skip_reason(generation)
+    if skip:
+        return ValidationTrace(status="skipped", reason=skip, threshold=cfg.claim_threshold)
+    offered = {s.number: s.chunk_id for s in generation.sources}
+    texts = {c.chunk_id: c.text for c in candidates}
+    sentences = split_claims(generation.answer)
+    claims = [s for s in sentences if s.is_claim]
+    pairs = _pairs_to_score(claims, offered, texts)
+    sims, calls, failure = _similarities(pairs, claims, offered, texts, embedder)
+    checks = tuple(_check_claim(i, c, offered, sims, cfg.claim_threshold) for i, c in enumerate(claims))
+    all_markers = sorted({n for s in sentences for n in s.markers})
+    cited = tuple(n for n in all_markers if n in offered)
+    superseded = {c.chunk_id for c in candidates if c.superseded_by}
+    return ValidationTrace(
+        status="failed" if failure else "ran",
+        reason=failure,
+        threshold=cfg.claim_threshold,
+        claims=checks,
+        fabricated_markers=tuple(n for n in all_markers if n not in offered),
+        cited_sources=cited,
+        uncited_sources=tuple(n for n in sorted(offered) if n not in cited),
+        superseded_sources=tuple(n for n in sorted(offered) if offered[n] in superseded),
+        supported=sum(c.verdict == "supported" for c in checks),
+        unsupported=sum(c.verdict == "unsupported" for c in checks),
+        uncited=sum(c.verdict == "uncited" for c in checks),
+        encoder_calls=calls,
+        latency_ms=round((time.perf_counter() - started) * 1000, 3),
+        non_claims=tuple(f"{s.why_not}: {s.text}" for s in sentences if not s.is_claim),
+    )
+
+
+def _skip_reason(generation: GenerationTrace) -> str:
+    if generation.status in ("skipped", "abstained"):
+        return f"generation {generation.status}: no answer to validate"
+    if generation.is_abstention:
+        return "the answer is the abstention sentence: no claims to validate"
+    if not generation.answer.strip():
+        return "the answer is empty: no claims to validate"
+    return ""
+
+
+def _pairs_to_score(claims: list[Sentence], offered: dict[int, str],
+                    texts: dict[str, str]) -> list[tuple[int, str]]:
+    """(claim index, chunk id) for every citation that points at an offered source with known text."""
+    return [(i, offered[n]) for i, c in enumerate(claims) for n in c.markers
+            if n in offered and offered[n] in texts]
+
+
+def _similarities(pairs, claims, offered, texts, embedder) -> tuple[dict[tuple[int, str], float], int, str]:
+    """Cosine per (claim, chunk) from ONE encode call over the claims and chunks involved."""
+    if not pairs:
+        return {}, 0, ""
+    claim_ids = sorted({i for i, _ in pairs})
+    chunk_ids = sorted({cid for _, cid in pairs})
+    batch = [claims[i].text for i in claim_ids] + [texts[cid] for cid in chunk_ids]
+    try:
+        vectors = np.asarray(embedder.encode(batch), dtype=np.float64)
+    except Exception as exc:  # any encoder failure is recorded, never raised into the answer
+        return {}, 1, f"encoder failed: {type(exc).__name__}: {exc}"
+    if vectors.ndim != 2 or vectors.shape[0] != len(batch) or not np.isfinite(vectors).all():
+        return {}, 1, f"encoder returned {vectors.shape} for {len(batch)} texts (or non-finite values)"
+    unit = _normalise(vectors)
+    row = {("claim", i): k for k, i in enumerate(claim_ids)}
+    row.update({("chunk", cid): len(claim_ids) + k for k, cid in enumerate(chunk_ids)})
+    return {(i, cid): round(float(unit[row["claim", i]] @ unit[row["chunk", cid]]), 4)
+            for i, cid in pairs}, 1, ""
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0.0, 1.0, norms)
+
+
+def _check_claim(i: int, claim: Sentence, offered: dict[int, str], sims: dict[tuple[int, str], float],
+                 threshold: float) -> ClaimCheck:
+    scores = tuple(CitationScore(marker=n, chunk_id=offered.get(n, ""),
+                                 similarity=sims.get((i, offered[n])) if n in offered else None)
+                   for n in claim.markers)
+    known = [s.similarity for s in scores if s.similarity is not None]
+    best = max(known) if known else None
+    if not claim.markers:
+        verdict = "uncited"
+    else:
+        verdict = "supported" if best is not None and best >= threshold else "unsupported"
+    return ClaimCheck(text=claim.text, markers=claim.markers, similarities=scores, verdict=verdict,
+                      fabricated_markers=tuple(n for n in claim.markers if n not in offered),
+                      best_similarity=best, span=(claim.start, claim.end))
+
+
+# -- helpers the app uses to colour markers -----------------------------------------------------------
+
+def claim_marker_verdicts(claim: ClaimCheck, threshold: float) -> dict[int, str]:
+    """Per marker of one claim: "fabricated", or whether that source alone reaches the threshold."""
+    out = {}
+    for score in claim.similarities:
+        if score.marker in claim.fabricated_markers:
+            out[score.marker] = "fabricated"
+        elif score.similarity is not None and score.similarity >= threshold:
+            out[score.marker] = "supported"
+        else:
+            out[score.marker] = "unsupported"
+    return out
+
+
+def marker_verdicts(validation: ValidationTrace) -> dict[int, str]:
+    """One colour per marker number over the whole answer: "supported" | "unsupported" | "fabricated".
+
+    A marker is "supported" only if it reaches the threshold for EVERY claim that cites it, so a green [2]
+    never sits next to a sentence that [2] does not back. Use :func:`claim_marker_verdicts` to colour each
+    occurrence separately.
+    """
+    out: dict[int, str] = {}
+    for claim in validation.claims:
+        for marker, verdict in claim_marker_verdicts(claim, validation.threshold).items():
+            if out.get(marker) in ("fabricated", "unsupported"):
+                continue
+            out[marker] = verdict
+    for marker in validation.fabricated_markers:
+        out[marker] = "fabricated"
+    return dict(sorted(out.items()))

@@ -1,0 +1,202 @@
+"""Citation validation: verdicts, fabricated markers, dimmed and superseded sources, one encoder call."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from pipeline import citations
+from pipeline.config import ValidateConfig
+from pipeline.testing import FakeEmbedder
+from pipeline.trace import Candidate, GenerationTrace, Source, Trace
+
+CHUNKS = {
+    "timeout": "ERR_TIMEOUT_502 is recorded when the endpoint does not respond within delivery.timeout_ms. "
+               "The default timeout is 15000 ms per attempt.",
+    "retries": "Deliveries are retried with exponential backoff and full jitter. After 8 retries the delivery "
+               "moves to the dead-letter queue.",
+    "signing": "Signatures use HMAC-SHA256 over the raw body with the endpoint secret.",
+}
+SUPPORTED = "The default timeout is 15000 ms per attempt"
+UNSUPPORTED = "Harbor Relay stores events in PostgreSQL"
+
+
+def candidates(*, superseded: tuple[str, ...] = ()) -> tuple[Candidate, ...]:
+    return tuple(Candidate(chunk_id=cid, doc_id=f"doc-{cid}", title=cid.title(), text=text,
+                           superseded_by=("doc-newer",) if cid in superseded else ())
+                 for cid, text in CHUNKS.items())
+
+
+def generation(answer: str, offered: tuple[str, ...] = ("timeout", "retries", "signing"), **kw) -> GenerationTrace:
+    sources = tuple(Source(number=i, chunk_id=cid, doc_id=f"doc-{cid}", title=cid.title())
+                    for i, cid in enumerate(offered, start=1))
+    return GenerationTrace(status="answered", backend="litellm", sources=sources, answer=answer,
+                           used_source_ids=tuple(range(1, len(offered) + 1)), confidence="HIGH", **kw)
+
+
+def validate(answer: str, embedder=None, cfg: ValidateConfig | None = None, **kw):
+    embedder = embedder or FakeEmbedder()
+    return citations.run(generation(answer, **kw), candidates(), cfg or ValidateConfig(), embedder), embedder
+
+
+def test_one_fabricated_one_unsupported_one_supported_is_reported_exactly_so():
+    answer = f"{SUPPORTED} [1]. {UNSUPPORTED} [2]. Payloads are signed with Ed25519 [7]."
+    val, embedder = validate(answer)
+    assert val.status == "ran"
+    assert [(c.markers, c.verdict, c.fabricated_markers) for c in val.claims] == [
+        ((1,), "supported", ()), ((2,), "unsupported", ()), ((7,), "unsupported", (7,))]
+    assert val.fabricated_markers == (7,)
+    assert (val.supported, val.unsupported, val.uncited) == (1, 2, 0)
+    first, second, third = val.claims
+    assert first.similarities[0].chunk_id == "timeout" and first.similarities[0].similarity >= 0.5
+    assert second.similarities[0].chunk_id == "retries" and second.similarities[0].similarity < 0.5
+    assert third.similarities[0].chunk_id == "" and third.similarities[0].similarity is None
+    assert "[7]" in generation(answer).answer  # flagged, not removed
+    assert embedder.calls == 1
+
+
+@pytest.mark.parametrize("n_claims", [1, 10])
+def test_one_encoder_call_per_answer_whatever_its_length(n_claims):
+    sentences = [f"{SUPPORTED} in case {i} [{1 + i % 3}]." for i in range(n_claims)]
+    val, embedder = validate(" ".join(sentences))
+    assert len(val.claims) == n_claims
+    assert embedder.calls == 1 and val.encoder_calls == 1
+    cited_chunks = len({1 + i % 3 for i in range(n_claims)})
+    assert embedder.texts_seen == n_claims + cited_chunks  # claims and chunks in the same batch
+
+
+def test_a_claim_citing_several_sources_is_supported_if_any_one_reaches_the_threshold():
+    val, _ = validate(f"{SUPPORTED} [3][1].")
+    (claim,) = val.claims
+    assert claim.verdict == "supported"
+    by_marker = {s.marker: s.similarity for s in claim.similarities}
+    assert by_marker[1] >= 0.5 > by_marker[3]
+    assert claim.best_similarity == by_marker[1]
+
+
+def test_the_configured_threshold_decides():
+    strict, _ = validate(f"{SUPPORTED} [1].", cfg=ValidateConfig(claim_threshold=0.99))
+    assert strict.claims[0].verdict == "unsupported" and strict.threshold == 0.99
+
+
+def test_an_unmarked_factual_sentence_is_uncited_and_not_embedded():
+    val, embedder = validate(f"{SUPPORTED} [1]. Most receivers answer in well under a second.")
+    assert [c.verdict for c in val.claims] == ["supported", "uncited"]
+    assert val.claims[1].similarities == () and val.claims[1].best_similarity is None
+    assert val.uncited == 1
+    assert embedder.texts_seen == 2  # one claim, one chunk
+
+
+def test_sources_offered_but_never_cited_are_listed_for_dimming():
+    val, _ = validate(f"{SUPPORTED} [1].")
+    assert val.cited_sources == (1,)
+    assert val.uncited_sources == (2, 3)
+
+
+def test_offered_chunks_that_are_superseded_are_marked():
+    gen = generation(f"{SUPPORTED} [1].")
+    val = citations.run(gen, candidates(superseded=("retries",)), ValidateConfig(), FakeEmbedder())
+    assert val.superseded_sources == (2,)
+
+
+def test_sources_are_matched_to_candidate_texts_by_chunk_id_not_by_position():
+    gen = generation(f"{SUPPORTED} [2].", offered=("signing", "timeout"))
+    val = citations.run(gen, tuple(reversed(candidates())), ValidateConfig(), FakeEmbedder())
+    assert val.claims[0].similarities[0].chunk_id == "timeout"
+    assert val.claims[0].verdict == "supported"
+
+
+def test_headings_and_lead_ins_are_listed_as_non_claims_not_counted_as_uncited():
+    val, _ = validate(f"## Timeouts\n\nHere is what the sources say:\n\n- {SUPPORTED} [1]")
+    assert [c.verdict for c in val.claims] == ["supported"]
+    assert val.uncited == 0
+    assert val.non_claims == ("heading: Timeouts", "lead-in: Here is what the sources say:")
+
+
+def test_a_cited_source_whose_text_is_missing_is_unverified_not_fabricated():
+    gen = generation(f"{SUPPORTED} [1].")
+    val = citations.run(gen, candidates()[1:], ValidateConfig(), FakeEmbedder())
+    (claim,) = val.claims
+    assert claim.verdict == "unsupported" and claim.fabricated_markers == ()
+    assert claim.similarities[0].chunk_id == "timeout" and claim.similarities[0].similarity is None
+
+
+@pytest.mark.parametrize("gen", [
+    GenerationTrace(status="skipped"),
+    GenerationTrace(status="answered", answer="I cannot answer that from the documents I have.", is_abstention=True),
+    GenerationTrace(status="answered", answer="   "),
+])
+def test_nothing_to_validate_is_skipped_with_a_reason_and_no_encoder_call(gen):
+    embedder = FakeEmbedder()
+    val = citations.run(gen, candidates(), ValidateConfig(), embedder)
+    assert val.status == "skipped" and val.reason
+    assert val.claims == () and embedder.calls == 0
+
+
+def test_an_answer_with_only_fabricated_markers_makes_no_encoder_call():
+    val, embedder = validate("Payloads are signed with Ed25519 [8]. Keys rotate daily [9].")
+    assert val.fabricated_markers == (8, 9) and val.unsupported == 2
+    assert embedder.calls == 0 and val.encoder_calls == 0
+
+
+class BrokenEmbedder(FakeEmbedder):
+    def __init__(self, result):
+        super().__init__()
+        self.result = result
+
+    def encode(self, texts, batch_size=None):
+        self.calls += 1
+        if isinstance(self.result, Exception):
+            raise self.result
+        return self.result
+
+
+@pytest.mark.parametrize("result", [RuntimeError("CUDA out of memory"), np.zeros((1, 3)),
+                                    np.full((2, 3), np.nan)])
+def test_an_encoder_failure_is_recorded_and_leaves_claims_unverified(result):
+    val, _ = validate(f"{SUPPORTED} [1].", embedder=BrokenEmbedder(result))
+    assert val.status == "failed" and val.reason
+    assert [c.verdict for c in val.claims] == ["unsupported"]
+    assert val.claims[0].similarities[0].similarity is None
+
+
+def test_marker_verdicts_colour_each_marker_for_the_app():
+    answer = f"{SUPPORTED} [1]. {UNSUPPORTED} [2]. Payloads are signed with Ed25519 [7]."
+    val, _ = validate(answer)
+    assert citations.marker_verdicts(val) == {1: "supported", 2: "unsupported", 7: "fabricated"}
+
+
+def test_a_marker_that_fails_one_of_its_claims_is_not_coloured_supported():
+    val, _ = validate(f"{SUPPORTED} [1]. {UNSUPPORTED} [1].")
+    assert citations.marker_verdicts(val) == {1: "unsupported"}
+    assert [citations.claim_marker_verdicts(c, val.threshold) for c in val.claims] == [
+        {1: "supported"}, {1: "unsupported"}]
+
+
+def test_the_claim_span_locates_the_sentence_in_the_answer():
+    answer = f"{SUPPORTED} [1]. {UNSUPPORTED} [2]."
+    val, _ = validate(answer)
+    start, end = val.claims[1].span
+    assert answer[start:end] == f"{UNSUPPORTED} [2]."
+
+
+def test_the_validation_record_survives_the_trace_json_round_trip():
+    val, _ = validate(f"{SUPPORTED} [1]. {UNSUPPORTED} [2]. Signed with Ed25519 [7]. Unmarked claim here.")
+    trace = Trace(question="q", validation=val)
+    again = Trace.from_json(trace.to_json())
+    assert again == trace
+    assert dataclasses.asdict(again.validation) == dataclasses.asdict(val)
+
+
+@pytest.mark.slow
+def test_real_minilm_separates_a_supported_claim_from_an_unrelated_one(real_models):
+    from pipeline.config import EmbeddingConfig
+
+    embedder = real_models.embedder(EmbeddingConfig())
+    answer = ("ERR_TIMEOUT_502 is recorded when the endpoint does not answer within delivery.timeout_ms [1]. "
+              "The web console is written in React and supports dark mode [1].")
+    val = citations.run(generation(answer), candidates(), ValidateConfig(), embedder)
+    assert [c.verdict for c in val.claims] == ["supported", "unsupported"]
+    assert val.encoder_calls == 1
