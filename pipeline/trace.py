@@ -100,6 +100,8 @@ class RetrievalTrace:
     fused_scale_note: str = FUSED_SCALE_NOTE
     reason: str = ""
     timings_ms: dict[str, float] = field(default_factory=dict)
+    dense_status: str = ""            # ran | failed; "" when retrieval did not run
+    keyword_status: str = ""          # ran | failed | no-terms (the query was all stop words)
 
 
 # -- rerank --------------------------------------------------------------------------------------------
@@ -156,6 +158,8 @@ class GateTrace:
     closest_documents: tuple[ClosestDocument, ...] = ()
     abstention_message: str = ""
     llm_calls_saved: int = 0
+    best_dense_cosine: float | None = None  # dense rank 1's cosine (the dense signal); top chunk's may be None
+    score_chunk_id: str = ""          # the chunk whose score was compared (each scale reads its own top)
 
 
 # -- generation ----------------------------------------------------------------------------------------
