@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.html import html_to_markdown
+from pipeline.html import html_metadata, html_to_markdown
 
 MAX_DOCUMENT_BYTES = 10 * 1024 * 1024
 SUPPORTED_SUFFIXES = {".md": "md", ".markdown": "md", ".txt": "txt", ".html": "html", ".htm": "html",
@@ -174,6 +174,7 @@ def parse_document(text: str, source: str, fmt: str, default_id: str) -> tuple[D
         return None, "malformed front matter: opening --- has no closing --- line"
     title = ""
     if fmt == "html":
+        meta = {**html_metadata(body), **meta}
         body, html_title = html_to_markdown(body)
         title = html_title
     elif fmt == "txt" and "title" not in meta:

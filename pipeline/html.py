@@ -1,6 +1,7 @@
 """HTML to Markdown-like text for ingestion: structure kept, active content dropped.
 
-Headings become ``#`` lines, lists ``-``/``1.`` items, ``<pre>`` fenced code, and ``<table>`` a Markdown
+Metadata may come from YAML front matter or from ``<meta name="id" content="...">`` tags (front matter
+wins). Headings become ``#`` lines, lists ``-``/``1.`` items, ``<pre>`` fenced code, and ``<table>`` a Markdown
 table (the first row is the header; pipes in cells are escaped), so the chunker can keep tables whole and
 repeat their header when it has to split one by rows. ``<script>``, ``<style>``, ``<noscript>``,
 ``<template>``, ``<iframe>`` and hidden elements (``hidden``, ``aria-hidden="true"``, inline
@@ -18,6 +19,20 @@ _DROP = ("script", "style", "noscript", "template", "iframe", "object", "embed",
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "figure",
            "figcaption", "details", "summary", "form", "fieldset", "address", "body", "html", "dl", "dd", "dt"}
+
+
+META_FIELDS = ("id", "title", "version", "effective_date", "product", "topic", "status")
+
+
+def html_metadata(html: str) -> dict[str, str]:
+    """Document metadata from ``<meta name="id|version|effective_date|product|topic|status" content=...>``."""
+    soup = BeautifulSoup(html, "html.parser")
+    out = {}
+    for tag in soup.find_all("meta"):
+        name = str(tag.get("name", "")).strip().lower()
+        if name in META_FIELDS and tag.get("content"):
+            out[name] = str(tag["content"]).strip()
+    return out
 
 
 def html_to_markdown(html: str) -> tuple[str, str]:

@@ -6,8 +6,11 @@ guess at query time, ingestion compares chunks of documents that share a ``produ
 part* by a chunk of a newer one when
 
 1. they cover the same point: dense cosine similarity >= ``ingest.supersede_similarity``; and
-2. they state it differently: each states a number the other does not (``100`` vs ``250``,
-   ``256 KB`` vs ``1 MB``). Pure restatements, and chunks that only add to the older one, are left alone.
+2. they state it differently: for some setting or limit both chunks quantify — keyed by the nearest config
+   key or identifier before the number (``rate_limit.requests_per_minute``), a table row's first cell, or
+   the two content words before the number ("payload size") — the newer chunk states a value the older does
+   not (``100`` vs ``250``, ``256 KB`` vs ``1 MB``). Dates, version numbers and list markers are not
+   quantities. Pure restatements are left alone.
 
 The older chunk's payload records ``superseded_by`` (newer chunk ids, most similar first) and a one-line
 reason. Nothing is hidden: the older chunk is still retrieved, the UI badges it amber, and the prompt asks
@@ -22,11 +25,89 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Numbers as stated facts: "100", "250", "1.5", "256 KB", "10000", "2^(attempt-1)" → 2; versions are excluded
-# (a chunk that mentions "3.0" does not state a different limit than one that mentions "2.4").
-_NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)(?:\s*(KB|MB|GB|ms|s|days?|hours?|%)\b)?", re.IGNORECASE)
-_VERSIONISH = re.compile(r"(?:\bv|version\s+|\bin\s+|\bfrom\s+|\bto\s+|\bsince\s+|\bbefore\s+|\bafter\s+)$",
-                         re.IGNORECASE)
+# A stated quantity: a number with an optional unit. Dates, product versions and list markers are not
+# quantities and are removed before matching.
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)(?:\s*(KB|MB|GB|ms|s|days?|hours?|minutes?|%)\b)?", re.IGNORECASE)
+_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+_VERSION = re.compile(r"\bv?\d+\.\d+(?:\.\d+)+\b|\bv\d+(?:\.\d+)*\b", re.IGNORECASE)
+_LIST_MARKER = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*+])\s+", re.MULTILINE)
+# What a quantity is about: the nearest config key / identifier before it in the same sentence ...
+_IDENTIFIER = re.compile(r"`?([A-Za-z][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+)`?")
+# ... or, without one, the last two content words before it.
+_FILLER = frozenset("""is are was were now set default defaults changed change from to raised lowered increased
+    decreased reduced up down at most least maximum max minimum min value values new old per each every after
+    before than about around only also still becomes became""".split())
+_WORD = re.compile(r"[A-Za-z][A-Za-z\-]+")
+
+
+@dataclass(frozen=True)
+class Statement:
+    key: str               # "max_retries", "payload size"
+    value: str             # "8", "1 mb", "14 days"
+
+
+def _quantity(match: re.Match) -> str:
+    value = match.group(1).replace(",", "")
+    unit = (match.group(2) or "").lower()
+    unit = {"day": "days", "hour": "hours", "minute": "minutes"}.get(unit, unit)
+    return f"{value} {unit}".strip()
+
+
+def _word_key(text_before: str) -> str:
+    words = [w.lower() for w in _WORD.findall(text_before)]
+    content = [w for w in words if w not in _FILLER and len(w) > 2]
+    return " ".join(content[-2:])
+
+
+def _key_before(text_before: str) -> str:
+    # Opaque ids (ep_01JD3K8W2Q...) are examples, not settings: many digits means an id, not a key.
+    identifiers = [i for i in _IDENTIFIER.findall(text_before) if sum(c.isdigit() for c in i) <= 3]
+    if identifiers:
+        return identifiers[-1].lower().split(".")[-1]
+    return _word_key(text_before)
+
+
+def stated_facts(text: str, known_versions: frozenset[str] = frozenset()) -> frozenset[Statement]:
+    """(what, quantity) pairs a chunk states: table rows keyed by their first cell, prose by the nearest
+    identifier or the two content words before the number."""
+    text = _DATE.sub(" ", text)
+    text = _VERSION.sub(" ", text)
+    for version in sorted(known_versions, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w.]){re.escape(version)}(?![\w.]*\d)", " ", text)
+    text = _LIST_MARKER.sub("", text)
+    out: set[Statement] = set()
+    for line in text.split("\n"):
+        if line.strip().startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) < 2 or set(cells[0]) <= set("-: "):
+                continue
+            key = _key_before(cells[0]) if _IDENTIFIER.search(cells[0]) else _word_key(cells[0])
+            for cell in cells[1:]:
+                out.update(Statement(key, _quantity(m)) for m in _NUMBER.finditer(cell) if key)
+            continue
+        for sentence in re.split(r"(?<=[.!?;:])\s+", line):
+            for m in _NUMBER.finditer(sentence):
+                key = _key_before(sentence[:m.start()])
+                if key:
+                    out.add(Statement(key, _quantity(m)))
+    return frozenset(out)
+
+
+def changed_statements(older: frozenset[Statement], newer: frozenset[Statement]) -> list[tuple[str, str, str]]:
+    """(key, older values, newer values) for keys both state where the newer states a value the older does not."""
+    old_by_key: dict[str, set[str]] = {}
+    new_by_key: dict[str, set[str]] = {}
+    for st in older:
+        old_by_key.setdefault(st.key, set()).add(st.value)
+    for st in newer:
+        new_by_key.setdefault(st.key, set()).add(st.value)
+    out = []
+    for key in sorted(old_by_key.keys() & new_by_key.keys()):
+        # "300" and "300 s" are the same statement: compare the numbers, not how the unit was written.
+        old_numbers = {v.split(" ")[0] for v in old_by_key[key]}
+        if any(v.split(" ")[0] not in old_numbers for v in new_by_key[key]):
+            out.append((key, ", ".join(sorted(old_by_key[key])), ", ".join(sorted(new_by_key[key]))))
+    return out
 
 
 @dataclass(frozen=True)
@@ -38,21 +119,6 @@ class SupersedeInput:
     version: str
     effective_date: str
     text: str
-
-
-def stated_numbers(text: str, known_versions: frozenset[str] = frozenset()) -> frozenset[str]:
-    out = set()
-    for m in _NUMBER.finditer(text):
-        value = m.group(1)
-        if value.count(".") >= 2:
-            continue  # a patch version such as 3.1.1, not a quantity
-        value = value.replace(",", "")
-        if value in known_versions and _VERSIONISH.search(text[max(0, m.start() - 10):m.start()]):
-            continue
-        unit = (m.group(2) or "").lower()
-        unit = {"day": "days", "hour": "hours", "s": "s"}.get(unit, unit)
-        out.add(f"{value} {unit}".strip())
-    return frozenset(out)
 
 
 def _version_key(version: str) -> tuple[int, ...] | None:
@@ -78,7 +144,7 @@ def compute_supersession(items: list[SupersedeInput], vectors: np.ndarray, thres
     """chunk_id -> (superseding chunk ids, reason) for every chunk that is superseded in part."""
     dated = [i for i, it in enumerate(items) if it.group and (it.version or it.effective_date)]
     versions = frozenset(it.version for it in items if it.version)
-    numbers = {i: stated_numbers(items[i].text, versions) for i in dated}
+    facts = {i: stated_facts(items[i].text, versions) for i in dated}
     result: dict[str, list[tuple[float, str, str]]] = {}
     by_group: dict[str, list[int]] = {}
     for i in dated:
@@ -93,12 +159,13 @@ def compute_supersession(items: list[SupersedeInput], vectors: np.ndarray, thres
                 newer = items[j]
                 if newer.doc_id == older.doc_id or sims[x, y] < threshold or not is_newer(older, newer):
                     continue
-                only_old, only_new = numbers[i] - numbers[j], numbers[j] - numbers[i]
-                if not only_old or not only_new:
+                changes = changed_statements(facts[i], facts[j])
+                if not changes:
                     continue
                 label = ", ".join(p for p in (f"v{newer.version}" if newer.version else "", newer.effective_date) if p)
-                reason = (f"{newer.doc_title} ({label}) states {', '.join(sorted(only_new))} where this chunk "
-                          f"states {', '.join(sorted(only_old))} (similarity {sims[x, y]:.2f})")
+                stated = "; ".join(f"{key}: {new_values} (this chunk: {old_values})"
+                                   for key, old_values, new_values in changes[:3])
+                reason = f"{newer.doc_title} ({label}) states {stated} — similarity {sims[x, y]:.2f}"
                 result.setdefault(older.chunk_id, []).append((float(sims[x, y]), newer.chunk_id, reason))
     out = {}
     for chunk_id, found in result.items():

@@ -121,3 +121,15 @@ def test_retracted_status_is_read_from_front_matter(tmp_path):
     write(tmp_path, "r.md", "---\nid: old-advisory\nstatus: retracted\n---\nThis advisory was wrong.\n")
     (doc,), _ = load_paths([tmp_path])
     assert doc.retracted
+
+
+def test_html_metadata_comes_from_meta_tags_and_front_matter_wins(tmp_path):
+    write(tmp_path, "c.html", '<html><head><meta name="id" content="config-storage"><meta name="version" '
+                              'content="3.1"><meta name="effective_date" content="2025-11-03"><title>Storage</title>'
+                              '</head><body><p>sled is the default.</p></body></html>')
+    write(tmp_path, "d.html", '---\nid: from-front-matter\n---\n<html><head><meta name="id" content="from-meta">'
+                              '</head><body><p>Text.</p></body></html>')
+    docs, problems = load_paths([tmp_path])
+    assert problems == []
+    assert [(d.doc_id, d.version, d.effective_date) for d in docs] == [
+        ("config-storage", "3.1", "2025-11-03"), ("from-front-matter", "", "")]
