@@ -5,18 +5,25 @@ Algorithm, after the answer exists (:func:`run`):
 1. **Claims**: the answer is split into sentence-level claims with their ``[n]`` markers by
    :func:`pipeline.claims.split_claims` (abbreviations, versions, decimals, error codes, config keys, lists,
    ``[1][2]`` / ``[1, 3]`` forms; headings, lead-ins and questions are not claims — see that module).
-2. **One batched encoder call per answer**: every claim that cites an offered source, plus the text of every
-   cited chunk, go to ``embedder.encode`` together — the same bi-encoder retrieval uses — so validation
-   costs one forward pass whatever the answer's length. An answer with nothing to compare makes no call.
-   Similarity is the cosine of the L2-normalised vectors, rounded to 4 places *before* it is compared, so
-   the number the user sees is the number that decided.
-3. **Verdicts**: a claim with no marker is ``uncited``. A claim is ``supported`` when ANY of its cited
+2. **One batched encoder call per answer**: every claim that cites an offered source, plus every cited
+   chunk, go to ``embedder.encode`` together — the same bi-encoder retrieval uses — so validation costs one
+   batched forward pass whatever the answer's length. An answer with nothing to compare makes no call.
+3. **Similarity to a cited chunk** is the cosine of the L2-normalised vectors, rounded to 4 places *before*
+   it is compared (the number the user sees is the number that decided). With ``validate.match="passage"``
+   (default) a chunk is represented by itself *and* its sentences and adjacent-sentence pairs
+   (:func:`chunk_passages`), and the best one counts and is recorded: a claim restates one or two sentences
+   of a chunk that says several things, and against the whole chunk a sentence copied verbatim from a
+   60-word chunk scored 0.40 with MiniLM — the extractive generator's own quotes would fail — while chunks
+   past the encoder's 256 tokens are truncated. ``match="chunk"`` compares with the whole chunk only.
+   Cosine measures topical agreement, not entailment: "publishers never receive X" and "publishers receive
+   X" score alike, so a supported verdict means "a cited passage says something very close", no more.
+4. **Verdicts**: a claim with no marker is ``uncited``. A claim is ``supported`` when ANY of its cited
    chunks reaches ``validate.claim_threshold`` — the prompt asks the model to cite both sides of a
    disagreement, and requiring all would punish that — otherwise ``unsupported``. A marker to a source
    number that was never offered is **fabricated**: listed on the claim and in the summary, never removed —
    the sentence may still be right, and hiding the marker would hide the model's failure. A claim whose
    only markers are fabricated has nothing to be checked against, so it is ``unsupported``.
-4. **Summary**: counts per verdict; ``cited_sources`` (offered and cited), ``uncited_sources`` (offered,
+5. **Summary**: counts per verdict; ``cited_sources`` (offered and cited), ``uncited_sources`` (offered,
    never cited: the UI dims them), ``superseded_sources`` (offered chunks carrying ``superseded_by``: the
    amber badge), the fabricated markers, the non-claims, encoder calls and latency.
 
@@ -28,6 +35,7 @@ stays ``unsupported`` (unverified is not supported); it never raises.
 
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
@@ -36,7 +44,9 @@ from pipeline.claims import Sentence, split_claims
 from pipeline.config import ValidateConfig
 from pipeline.trace import Candidate, CitationScore, ClaimCheck, GenerationTrace, ValidationTrace
 
-__all__ = ["run", "split_claims", "marker_verdicts", "claim_marker_verdicts"]
+__all__ = ["run", "split_claims", "chunk_passages", "marker_verdicts", "claim_marker_verdicts"]
+
+MAX_PASSAGES_PER_CHUNK = 64   # a chunk is ~220 words; this only bounds a pathological one
 
 # -- validation ---------------------------------------------------------------------------------------
 
@@ -52,7 +62,7 @@ def run(generation: GenerationTrace, candidates: tuple[Candidate, ...], cfg: Val
     sentences = split_claims(generation.answer)
     claims = [s for s in sentences if s.is_claim]
     pairs = _pairs_to_score(claims, offered, texts)
-    sims, calls, failure = _similarities(pairs, claims, offered, texts, embedder)
+    sims, calls, failure = _similarities(pairs, claims, texts, embedder, cfg.match)
     checks = tuple(_check_claim(i, c, offered, sims, cfg.claim_threshold) for i, c in enumerate(claims))
     all_markers = sorted({n for s in sentences for n in s.markers})
     cited = tuple(n for n in all_markers if n in offered)
@@ -92,13 +102,32 @@ def _pairs_to_score(claims: list[Sentence], offered: dict[int, str],
             if n in offered and offered[n] in texts]
 
 
-def _similarities(pairs, claims, offered, texts, embedder) -> tuple[dict[tuple[int, str], float], int, str]:
-    """Cosine per (claim, chunk) from ONE encode call over the claims and chunks involved."""
+def chunk_passages(text: str, match: str = "passage") -> list[str]:
+    """What one cited chunk is compared with: the whole chunk, plus (``match="passage"``) each of its
+    sentences and each pair of adjacent sentences. A claim usually restates one or two sentences of a chunk
+    that says several things; against the whole chunk its cosine is diluted by the rest (a sentence copied
+    verbatim from a 60-word chunk scored 0.40 with MiniLM), and a chunk longer than the encoder's 256 tokens
+    is truncated, so facts near its end would never match at all."""
+    if match == "chunk":
+        return [text]
+    sentences = [s.text for s in split_claims(text)
+                 if s.why_not not in ("heading", "code") and len(re.findall(r"\w+", s.text)) >= 3]
+    windows = sentences + [f"{a} {b}" for a, b in zip(sentences, sentences[1:], strict=False)]
+    return list(dict.fromkeys([text, *windows]))[:MAX_PASSAGES_PER_CHUNK]
+
+
+def _similarities(pairs, claims, texts, embedder, match: str) -> tuple[dict, int, str]:
+    """(cosine, best passage) per (claim, chunk) from ONE encode call over the claims and passages involved."""
     if not pairs:
         return {}, 0, ""
     claim_ids = sorted({i for i, _ in pairs})
     chunk_ids = sorted({cid for _, cid in pairs})
-    batch = [claims[i].text for i in claim_ids] + [texts[cid] for cid in chunk_ids]
+    batch = [claims[i].text for i in claim_ids]
+    rows: dict[str, list[int]] = {}
+    for cid in chunk_ids:
+        passages = chunk_passages(texts[cid], match)
+        rows[cid] = list(range(len(batch), len(batch) + len(passages)))
+        batch += passages
     try:
         vectors = np.asarray(embedder.encode(batch), dtype=np.float64)
     except Exception as exc:  # any encoder failure is recorded, never raised into the answer
@@ -106,10 +135,13 @@ def _similarities(pairs, claims, offered, texts, embedder) -> tuple[dict[tuple[i
     if vectors.ndim != 2 or vectors.shape[0] != len(batch) or not np.isfinite(vectors).all():
         return {}, 1, f"encoder returned {vectors.shape} for {len(batch)} texts (or non-finite values)"
     unit = _normalise(vectors)
-    row = {("claim", i): k for k, i in enumerate(claim_ids)}
-    row.update({("chunk", cid): len(claim_ids) + k for k, cid in enumerate(chunk_ids)})
-    return {(i, cid): round(float(unit[row["claim", i]] @ unit[row["chunk", cid]]), 4)
-            for i, cid in pairs}, 1, ""
+    claim_row = {i: k for k, i in enumerate(claim_ids)}
+    out = {}
+    for i, cid in pairs:
+        cosines = unit[rows[cid]] @ unit[claim_row[i]]
+        best = int(np.argmax(cosines))
+        out[i, cid] = (round(float(cosines[best]), 4), batch[rows[cid][best]] if best else "")
+    return out, 1, ""
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
@@ -117,11 +149,15 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.where(norms == 0.0, 1.0, norms)
 
 
-def _check_claim(i: int, claim: Sentence, offered: dict[int, str], sims: dict[tuple[int, str], float],
+def _score(marker: int, chunk_id: str, found: tuple[float, str] | None) -> CitationScore:
+    if found is None:  # fabricated, or the chunk's text is missing: nothing to compare with
+        return CitationScore(marker=marker, chunk_id=chunk_id, similarity=None)
+    return CitationScore(marker=marker, chunk_id=chunk_id, similarity=found[0], passage=found[1])
+
+
+def _check_claim(i: int, claim: Sentence, offered: dict[int, str], sims: dict,
                  threshold: float) -> ClaimCheck:
-    scores = tuple(CitationScore(marker=n, chunk_id=offered.get(n, ""),
-                                 similarity=sims.get((i, offered[n])) if n in offered else None)
-                   for n in claim.markers)
+    scores = tuple(_score(n, offered.get(n, ""), sims.get((i, offered.get(n, "")))) for n in claim.markers)
     known = [s.similarity for s in scores if s.similarity is not None]
     best = max(known) if known else None
     if not claim.markers:

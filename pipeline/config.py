@@ -124,6 +124,9 @@ class GenerateConfig:
 class ValidateConfig:
     claim_threshold: float = _tunable(0.50, "A claim is supported when a cited chunk's cosine reaches this.",
                                       lo=-1.0, hi=1.0)
+    match: Literal["passage", "chunk"] = _tunable(
+        "passage", "passage = best of the whole chunk and its sentence windows (a claim usually restates one "
+                   "sentence; robust to the encoder's 256-token limit); chunk = the whole chunk only.")
 
 
 @dataclass(frozen=True)

@@ -210,6 +210,7 @@ class CitationScore:
     chunk_id: str                     # "" when the marker is fabricated
     similarity: float | None          # None when the marker is fabricated
 
+    passage: str = ""                 # the part of the chunk that matched best (validate.match="passage")
 
 @dataclass(frozen=True)
 class ClaimCheck:

@@ -63,8 +63,9 @@ def test_one_encoder_call_per_answer_whatever_its_length(n_claims):
     val, embedder = validate(" ".join(sentences))
     assert len(val.claims) == n_claims
     assert embedder.calls == 1 and val.encoder_calls == 1
-    cited_chunks = len({1 + i % 3 for i in range(n_claims)})
-    assert embedder.texts_seen == n_claims + cited_chunks  # claims and chunks in the same batch
+    cited = [list(CHUNKS.values())[n] for n in sorted({i % 3 for i in range(n_claims)})]
+    passages = sum(len(citations.chunk_passages(text)) for text in cited)
+    assert embedder.texts_seen == n_claims + passages  # claims and every cited passage in the same batch
 
 
 def test_a_claim_citing_several_sources_is_supported_if_any_one_reaches_the_threshold():
@@ -76,9 +77,38 @@ def test_a_claim_citing_several_sources_is_supported_if_any_one_reaches_the_thre
     assert claim.best_similarity == by_marker[1]
 
 
+def test_the_best_matching_passage_of_the_chunk_is_recorded():
+    val, _ = validate(f"{SUPPORTED} [1].")
+    assert val.claims[0].similarities[0].passage == "The default timeout is 15000 ms per attempt."
+
+
+def test_a_chunk_is_compared_whole_plus_its_sentences_and_adjacent_pairs():
+    text = "First sentence is here. Second sentence is here. Third one is here."
+    assert citations.chunk_passages(text) == [
+        text, "First sentence is here.", "Second sentence is here.", "Third one is here.",
+        "First sentence is here. Second sentence is here.", "Second sentence is here. Third one is here."]
+    assert citations.chunk_passages(text, "chunk") == [text]
+
+
+def test_a_claim_restating_one_sentence_of_a_long_chunk_is_supported_only_with_passages():
+    filler = " ".join(f"Unrelated detail number {i} concerns the {w} subsystem." for i, w in
+                      enumerate(["storage", "cluster", "console", "billing", "metrics", "quorum", "tls", "dns"]))
+    gen = generation(f"{SUPPORTED} [1].", offered=("long",))
+    long = (Candidate(chunk_id="long", doc_id="doc-long", title="Long", text=f"{filler} {SUPPORTED}. {filler}"),)
+    by_passage = citations.run(gen, long, ValidateConfig(), FakeEmbedder())
+    by_chunk = citations.run(gen, long, ValidateConfig(match="chunk"), FakeEmbedder())
+    assert by_passage.claims[0].verdict == "supported"
+    assert by_chunk.claims[0].verdict == "unsupported" and by_chunk.claims[0].similarities[0].passage == ""
+
+
 def test_the_configured_threshold_decides():
-    strict, _ = validate(f"{SUPPORTED} [1].", cfg=ValidateConfig(claim_threshold=0.99))
-    assert strict.claims[0].verdict == "unsupported" and strict.threshold == 0.99
+    answer = "In Harbor Relay the default timeout is 15000 ms per attempt [1]."
+    default, _ = validate(answer)
+    similarity = default.claims[0].best_similarity
+    assert default.claims[0].verdict == "supported" and similarity < 0.99
+    strict, _ = validate(answer, cfg=ValidateConfig(claim_threshold=round(similarity + 0.01, 2)))
+    assert strict.claims[0].verdict == "unsupported"
+    assert strict.threshold == round(similarity + 0.01, 2)
 
 
 def test_an_unmarked_factual_sentence_is_uncited_and_not_embedded():
@@ -86,7 +116,7 @@ def test_an_unmarked_factual_sentence_is_uncited_and_not_embedded():
     assert [c.verdict for c in val.claims] == ["supported", "uncited"]
     assert val.claims[1].similarities == () and val.claims[1].best_similarity is None
     assert val.uncited == 1
-    assert embedder.texts_seen == 2  # one claim, one chunk
+    assert embedder.texts_seen == 1 + len(citations.chunk_passages(CHUNKS["timeout"]))  # the uncited one is not sent
 
 
 def test_sources_offered_but_never_cited_are_listed_for_dimming():
