@@ -209,8 +209,8 @@ class CitationScore:
     marker: int
     chunk_id: str                     # "" when the marker is fabricated
     similarity: float | None          # None when the marker is fabricated
-
     passage: str = ""                 # the part of the chunk that matched best (validate.match="passage")
+
 
 @dataclass(frozen=True)
 class ClaimCheck:
