@@ -146,3 +146,28 @@ def test_after_delete_no_cached_answer_that_cited_the_document_is_served(tmp_pat
     assert cache.get(cache_key(trace.question, store.corpus_version, trace.config_hash)) is None
     assert cache.invalidate_documents(["doc-gone"]) == 1
     assert cache.get(key_for(trace)) is None   # not even under the old version's key
+
+
+def test_through_the_engine_a_clean_answer_is_served_again_without_an_llm_call(demo_store_fake, tmp_path):
+    import json
+
+    from pipeline.claims import split_claims
+    from pipeline.engine import Pipeline
+    from pipeline.runs import RunLog
+    from pipeline.testing import FakeLLM, fake_models
+
+    cfg = PipelineConfig().with_overrides(["generate.backend=litellm"])
+    runs, cache = RunLog(tmp_path / "runs.sqlite"), AnswerCache(tmp_path / "cache.sqlite")
+    question = "What does ERR_TIMEOUT_504 mean?"
+    top = Pipeline(demo_store_fake, models=fake_models(), cfg=cfg, runs=runs, cache=cache).search(question)
+    quoted = next(s.text for s in split_claims(top.ranked_candidates()[0].text) if s.is_claim)
+    llm = FakeLLM([json.dumps({"answer": f"{quoted} [1]", "used_source_ids": [1], "confidence": "HIGH",
+                               "limitations": []})])
+    pipeline = Pipeline(demo_store_fake, models=fake_models(llm=llm), cfg=cfg, runs=runs, cache=cache)
+
+    first = pipeline.ask(question)
+    assert first.validation.supported == 1 and not first.cache_hit and len(cache) == 1
+    again = pipeline.ask("what does err_timeout_504 mean")
+    assert again.cache_hit and again.llm_calls == 0 and len(llm.requests) == 1
+    assert again.answer == first.answer and again.validation == first.validation
+    assert [r.cache_hit for r in runs.list()] == [True, False]

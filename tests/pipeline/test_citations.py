@@ -230,3 +230,44 @@ def test_real_minilm_separates_a_supported_claim_from_an_unrelated_one(real_mode
     val = citations.run(generation(answer), candidates(), ValidateConfig(), embedder)
     assert [c.verdict for c in val.claims] == ["supported", "unsupported"]
     assert val.encoder_calls == 1
+
+
+# -- end to end through the engine ----------------------------------------------------------------------
+
+def test_through_the_engine_a_fabricated_an_unsupported_and_a_supported_claim_are_reported_so(
+        demo_store_fake, tmp_path):
+    import json
+
+    from pipeline.cache import AnswerCache
+    from pipeline.claims import split_claims
+    from pipeline.config import PipelineConfig
+    from pipeline.engine import Pipeline
+    from pipeline.runs import RunLog
+    from pipeline.testing import FakeLLM, fake_models
+
+    cfg = PipelineConfig().with_overrides(["generate.backend=litellm"])
+    question = "What does ERR_TIMEOUT_504 mean?"
+    runs, cache = RunLog(tmp_path / "runs.sqlite"), AnswerCache(tmp_path / "cache.sqlite")
+    top = Pipeline(demo_store_fake, models=fake_models(), cfg=cfg, runs=runs, cache=cache).search(question)
+    quoted = next(s.text for s in split_claims(top.ranked_candidates()[0].text) if s.is_claim)
+    answer = (f"{quoted} [1] The web console supports dark mode and single sign-on [2]. "
+              "Payloads are signed with Ed25519 keys [9].")
+    llm = FakeLLM([json.dumps({"answer": answer, "used_source_ids": [1, 2], "confidence": "HIGH",
+                               "limitations": []})])
+    embedder = FakeEmbedder()
+    trace = Pipeline(demo_store_fake, models=fake_models(llm=llm, embedder=embedder), cfg=cfg, runs=runs,
+                     cache=cache).ask(question)
+
+    val = trace.validation
+    assert trace.generation.status == "answered" and len(llm.requests) == 1
+    assert [(c.markers, c.verdict) for c in val.claims] == [((1,), "supported"), ((2,), "unsupported"),
+                                                            ((9,), "unsupported")]
+    assert val.fabricated_markers == (9,) and val.claims[2].fabricated_markers == (9,)
+    assert "[9]" in trace.answer
+    assert val.encoder_calls == 1 and embedder.calls == 2   # one for the query, one for the whole answer
+    assert trace.trust.final_confidence == trace.confidence == "MEDIUM"
+    assert any("[9]" in lim for lim in trace.limitations)
+    assert len(cache) == 0                                  # never served again
+    (row,) = runs.list()
+    assert (row.supported, row.unsupported, row.fabricated_markers) == (1, 2, 1)
+    assert runs.get(row.run_id) == trace

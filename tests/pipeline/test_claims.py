@@ -138,3 +138,10 @@ def test_a_lower_case_word_after_a_full_stop_does_not_start_a_new_claim():
 def test_empty_and_whitespace_answers_have_no_claims():
     assert split_claims("") == []
     assert split_claims("  \n\n ") == []
+
+
+def test_the_abstention_sentence_inside_a_longer_answer_is_not_a_claim():
+    from pipeline.prompts import ABSTENTION_MESSAGE
+
+    answer = f"Retries are capped at 8 [1]. {ABSTENTION_MESSAGE}"
+    assert claims(answer) == [("Retries are capped at 8.", (1,))]
