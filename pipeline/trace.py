@@ -200,6 +200,7 @@ class GenerationTrace:
     is_abstention: bool = False
     llm_calls: int = 0
     latency_ms: float = 0.0
+    notes: tuple[str, ...] = ()       # what the generator changed in the model's reply, and why
 
 
 # -- validation and trust ------------------------------------------------------------------------------

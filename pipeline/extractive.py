@@ -1,0 +1,193 @@
+"""The extractive generator: quote the source sentences that best match the question, verbatim, with [n].
+
+It needs no model, so it is the offline default and the answer of last resort when the LLM provider is
+down or keeps replying with malformed output. It never writes a word of its own: every quoted unit is text
+of a source, with that source's marker before its final full stop, so the citation validator can check
+it like any answer and a user can find the passage.
+
+Algorithm (deterministic):
+
+1. Split each offered source into units: sentences of prose, list items, table rows, and one-line code
+   blocks (shown as inline code). Headings and multi-line code are context, not quotable claims.
+2. Weight each question term by its rarity across all units, ``ln(1 + N / df)`` (a sentence that shares
+   "ERR_TIMEOUT_502" matters more than one that shares "harbor"), and score a unit by the weights of the
+   question terms it contains, times a rank prior ``1 / (1 + 0.15 (n - 1))`` (the reranker's order is
+   information) and a 0.5 penalty for a chunk marked superseded by a newer document.
+3. Pick greedily by marginal coverage (the weight of question terms not yet covered, plus a quarter of the
+   unit's own score), up to ``extractive_sentences`` units, from the top ``MAX_SOURCES_QUOTED`` sources —
+   a maximum-coverage selection in the spirit of MMR (Carbonell & Goldstein, SIGIR 1998), so three
+   near-identical sentences are not quoted thrice.
+4. Print the picks in source order, then document order, one paragraph per run of adjacent units.
+
+Honesty: confidence is at most MEDIUM (a quote was matched to the question, not understood), LOW when the
+quotes cover under 60% of the question's term weight, and the limitations always say it is an extractive
+quote.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pipeline.tokenize import tokenize
+from pipeline.trace import Candidate
+
+MAX_SOURCES_QUOTED = 3
+COVERAGE_FOR_MEDIUM = 0.6
+EXTRACTIVE_LIMITATION = ("Extractive answer: sentences quoted verbatim from the best-matching sources; no language "
+                         "model wrote or checked it, so it may not answer the question directly.")
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
+_SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<=[.!?])\s+(?=[\"'(\[A-Z0-9`*])")
+_TERMINAL = re.compile(r"([.!?:;]+[\"')\u201d\u2019*]*)\s*$")
+
+
+@dataclass(frozen=True)
+class Unit:
+    source: int          # 1-based source number
+    block: int           # which block of the source (adjacent units of one block print as one paragraph)
+    position: int        # order within the source
+    text: str            # verbatim text as it will be quoted
+    kind: str = "prose"  # prose | item | row | code
+
+
+@dataclass(frozen=True)
+class ExtractiveAnswer:
+    answer: str
+    used_source_ids: tuple[int, ...]
+    confidence: str
+    limitations: tuple[str, ...]
+    coverage: float
+
+
+# -- splitting ------------------------------------------------------------------------------------------
+
+def split_units(text: str, source: int) -> list[Unit]:
+    """Quotable units of one source text, in document order."""
+    units: list[Unit] = []
+    block, in_code, code_lines, paragraph = 0, False, [], []
+
+    def flush_paragraph() -> None:
+        nonlocal block
+        if paragraph:
+            for sentence in _SENTENCE_END.split(" ".join(paragraph)):
+                if sentence.strip():
+                    units.append(Unit(source, block, len(units), sentence.strip()))
+            paragraph.clear()
+            block += 1
+
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            if in_code and len(code_lines) == 1 and code_lines[0].strip():
+                units.append(Unit(source, block, len(units), f"`{code_lines[0].strip()}`", "code"))
+                block += 1
+            flush_paragraph()
+            in_code, code_lines = not in_code, []
+            continue
+        if in_code:
+            code_lines.append(line)
+        elif not line.strip() or _HEADING.match(line) or _TABLE_RULE.match(line):
+            flush_paragraph()
+        elif line.lstrip().startswith("|"):
+            flush_paragraph()
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            units.append(Unit(source, block, len(units), " | ".join(cells), "row"))
+        elif _LIST_ITEM.match(line):
+            flush_paragraph()
+            units.append(Unit(source, block, len(units), _LIST_ITEM.sub("", line, count=1).strip(), "item"))
+        else:
+            paragraph.append(line.strip())
+    flush_paragraph()
+    return [u for u in units if len(tokenize(u.text)) >= 2 or u.kind == "code"]
+
+
+# -- scoring and selection ---------------------------------------------------------------------------------
+
+def _term_weights(question_terms: set[str], units: Sequence[Unit]) -> dict[str, float]:
+    n = max(len(units), 1)
+    df = {t: 0 for t in question_terms}
+    for unit in units:
+        for term in question_terms & set(tokenize(unit.text)):
+            df[term] += 1
+    return {t: math.log(1.0 + n / max(d, 1)) for t, d in df.items()}
+
+
+def _select(units: Sequence[Unit], weights: dict[str, float], penalties: dict[int, float],
+            k: int) -> tuple[list[Unit], set[str]]:
+    terms = {u: set(weights) & set(tokenize(u.text)) for u in units}
+    score = {u: sum(weights[t] for t in terms[u]) * penalties.get(u.source, 1.0) / (1 + 0.15 * (u.source - 1))
+             for u in units}
+    picks: list[Unit] = []
+    covered: set[str] = set()
+    while len(picks) < k:
+        pool = [u for u in units if u not in picks and score[u] > 0]
+        if not pool:
+            break
+        gain = {u: sum(weights[t] for t in terms[u] - covered) * penalties.get(u.source, 1.0) + 0.25 * score[u]
+                for u in pool}
+        best = max(pool, key=lambda u: (gain[u], -u.source, -u.position))
+        if picks and not terms[best] - covered:
+            break  # nothing new to say
+        picks.append(best)
+        covered |= terms[best]
+    return picks, covered
+
+
+# -- rendering --------------------------------------------------------------------------------------------
+
+def cite(text: str, number: int) -> str:
+    """``text`` with `` [n]`` placed before its final punctuation ("... 15000 ms [1].")."""
+    text = text.rstrip()
+    match = _TERMINAL.search(text)
+    if match and not text.endswith("`"):
+        return f"{text[:match.start()].rstrip()} [{number}]{match.group(1)}"
+    return f"{text} [{number}]"
+
+
+def render(picks: Sequence[Unit]) -> str:
+    ordered = sorted(picks, key=lambda u: (u.source, u.position))
+    paragraphs: list[list[Unit]] = []
+    for unit in ordered:
+        last = paragraphs[-1][-1] if paragraphs else None
+        joinable = last is not None and last.source == unit.source and last.block == unit.block and \
+            unit.kind == "prose" and last.kind == "prose"
+        if joinable:
+            paragraphs[-1].append(unit)
+        else:
+            paragraphs.append([unit])
+    return "\n\n".join(" ".join(cite(u.text, u.source) for u in para) for para in paragraphs)
+
+
+# -- the generator ----------------------------------------------------------------------------------------
+
+def extractive_answer(question: str, candidates: Sequence[Candidate], sentences: int = 3) -> ExtractiveAnswer:
+    """Quote up to ``sentences`` units of the top sources (``candidates`` are sources 1..n, in order)."""
+    quoted = list(candidates[:MAX_SOURCES_QUOTED])
+    units = [u for number, c in enumerate(quoted, start=1) for u in split_units(c.text, number)]
+    question_terms = set(tokenize(question))
+    weights = _term_weights(question_terms, units)
+    penalties = {n: 0.5 for n, c in enumerate(quoted, start=1) if c.superseded_by}
+    picks, covered = _select(units, weights, penalties, max(1, sentences))
+    limitations = [EXTRACTIVE_LIMITATION]
+    if not picks:
+        picks = [u for u in units if u.source == 1][:max(1, sentences)] or units[:1]
+        limitations.append("No sentence of the sources shares a term with the question; the opening of the "
+                           "top source is quoted.")
+    if not picks:
+        return ExtractiveAnswer("", (), "LOW", tuple(limitations) + ("The sources contain no quotable text.",), 0.0)
+    total = sum(weights.values())
+    coverage = sum(weights[t] for t in covered) / total if total else 0.0
+    confidence = "MEDIUM" if coverage >= COVERAGE_FOR_MEDIUM else "LOW"
+    if confidence == "LOW" and len(limitations) == 1:
+        limitations.append(f"The quoted sentences contain only {coverage:.0%} of the question's key terms.")
+    used = tuple(sorted({u.source for u in picks}))
+    stale = [n for n in used if n in penalties]
+    if stale:
+        limitations.append("Source " + ", ".join(f"[{n}]" for n in stale) + " is marked as superseded by a newer "
+                           "document; check the newer version.")
+    return ExtractiveAnswer(render(picks), used, confidence, tuple(limitations), round(coverage, 3))
