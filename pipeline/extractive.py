@@ -9,12 +9,17 @@ Algorithm (deterministic):
 
 1. Split each offered source into units: sentences of prose, list items, table rows, and one-line code
    blocks (shown as inline code). Headings and multi-line code are context, not quotable claims.
-2. Weight each question term by its rarity across all units, ``ln(1 + N / df)`` (a sentence that shares
-   "ERR_TIMEOUT_502" matters more than one that shares "harbor"), and score a unit by the weights of the
+2. Weight each question term by its rarity: the keyword leg's corpus IDF when the candidates carry it,
+   else ``ln(1 + N / df)`` over the units (a sentence that shares "ERR_TIMEOUT_502" matters more than one
+   that shares "harbor"), and score a unit by the weights of the
    question terms it contains, times a rank prior ``1 / (1 + 0.15 (n - 1))`` (the reranker's order is
-   information) and a 0.5 penalty for a chunk marked superseded by a newer document.
+   information), a 1.25 boost when it opens with an identifier of the question (a topic sentence), a 0.5 penalty for a
+   chunk marked superseded by a newer document, a 0.3 penalty for a
+   sentence about the page itself ("This guide walks through ..."), and, for a how-to question, a 1.5
+   boost for list items and commands (the steps are the answer).
 3. Pick greedily by marginal coverage (the weight of question terms not yet covered, plus a quarter of the
-   unit's own score), up to ``extractive_sentences`` units, from the top ``MAX_SOURCES_QUOTED`` sources —
+   unit's own score), up to ``extractive_sentences`` units, from the top ``MAX_SOURCES_QUOTED`` sources,
+   stopping when a pick would add under 30% of the first pick's score in new terms —
    a maximum-coverage selection in the spirit of MMR (Carbonell & Goldstein, SIGIR 1998), so three
    near-identical sentences are not quoted thrice.
 4. Print the picks in source order, then document order, one paragraph per run of adjacent units.
@@ -45,6 +50,14 @@ _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
 _SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<=[.!?])\s+(?=[\"'(\[A-Z0-9`*])")
 _TERMINAL = re.compile(r"([.!?:;]+[\"')\u201d\u2019*]*)\s*$")
+_HOW_TO = re.compile(r"^\W*(how (do|can|should|would|shall) (i|we|you)\b|how to\b|(what|which)('s| is| are)?"
+                     r"( the)? (command|commands|steps|procedure)\b|steps? to\b)", re.IGNORECASE)
+_META = re.compile(r"^\W*(this|the following) (guide|page|section|document|article|faq|tutorial)\b", re.IGNORECASE)
+HOW_TO_BOOST = 1.5      # steps and commands answer "how do I ..." better than the prose around them
+CODE_PENALTY = 0.5      # outside how-to questions a command or log line is rarely the answer itself
+MIN_MARGINAL = 0.3      # a later pick must add at least this share of the first pick's score in new terms
+SUBJECT_BOOST = 1.25    # a unit that opens with an identifier of the question is about it ("`ERR_X` is ...")
+META_PENALTY = 0.3      # "This guide walks through ..." describes the page, it answers nothing
 
 
 @dataclass(frozen=True)
@@ -108,20 +121,48 @@ def split_units(text: str, source: int) -> list[Unit]:
 
 # -- scoring and selection ---------------------------------------------------------------------------------
 
-def _term_weights(question_terms: set[str], units: Sequence[Unit]) -> dict[str, float]:
+def _term_weights(question_terms: set[str], units: Sequence[Unit],
+                  corpus_idf: dict[str, float] | None = None) -> dict[str, float]:
+    """Corpus IDF when retrieval supplied it, else ``ln(1 + N / df)`` over the quoted units.
+
+    The keyword leg's IDF (``Candidate.matched_terms``) is measured on the whole corpus, so the product
+    name that every page repeats weighs little; a few units are too small a sample to learn that. A term
+    no unit contains weighs as much as the rarest one, so it counts fully against coverage.
+    """
     n = max(len(units), 1)
     df = {t: 0 for t in question_terms}
     for unit in units:
         for term in question_terms & set(tokenize(unit.text)):
             df[term] += 1
+    corpus_idf = corpus_idf or {}
+    if corpus_idf:
+        ceiling = max(corpus_idf.values())
+        return {t: corpus_idf.get(t, ceiling) for t in question_terms}
     return {t: math.log(1.0 + n / max(d, 1)) for t, d in df.items()}
 
 
+def _is_named_identifier(term: str) -> bool:
+    """``err_timeout_502``, ``delivery.timeout_ms``, ``hmac-sha256``; not a bare version like ``3.1``."""
+    has_alpha = any(c.isalpha() for c in term)
+    return has_alpha and (any(sep in term for sep in "_./:-") or any(c.isdigit() for c in term))
+
+
+def _shape(unit: Unit, how_to: bool, question_terms: frozenset[str] = frozenset()) -> float:
+    """Multiplier for what kind of text a unit is (see the constants above)."""
+    factor = META_PENALTY if _META.match(unit.text) else 1.0
+    if any(_is_named_identifier(t) for t in question_terms & set(tokenize(unit.text)[:3])):
+        factor *= SUBJECT_BOOST
+    if how_to and unit.kind in ("item", "code"):
+        return factor * HOW_TO_BOOST
+    return factor * (CODE_PENALTY if unit.kind == "code" else 1.0)
+
+
 def _select(units: Sequence[Unit], weights: dict[str, float], penalties: dict[int, float],
-            k: int) -> tuple[list[Unit], set[str]]:
+            k: int, how_to: bool = False) -> tuple[list[Unit], set[str]]:
+    asked = frozenset(weights)
     terms = {u: set(weights) & set(tokenize(u.text)) for u in units}
-    score = {u: sum(weights[t] for t in terms[u]) * penalties.get(u.source, 1.0) / (1 + 0.15 * (u.source - 1))
-             for u in units}
+    score = {u: sum(weights[t] for t in terms[u]) * penalties.get(u.source, 1.0) * _shape(u, how_to, asked)
+             / (1 + 0.15 * (u.source - 1)) for u in units}
     picks: list[Unit] = []
     covered: set[str] = set()
     while len(picks) < k:
@@ -131,8 +172,9 @@ def _select(units: Sequence[Unit], weights: dict[str, float], penalties: dict[in
         gain = {u: sum(weights[t] for t in terms[u] - covered) * penalties.get(u.source, 1.0) + 0.25 * score[u]
                 for u in pool}
         best = max(pool, key=lambda u: (gain[u], -u.source, -u.position))
-        if picks and not terms[best] - covered:
-            break  # nothing new to say
+        new_weight = sum(weights[t] for t in terms[best] - covered) * _shape(best, how_to, asked)
+        if picks and new_weight < MIN_MARGINAL * score[picks[0]]:
+            break  # nothing new worth quoting
         picks.append(best)
         covered |= terms[best]
     return picks, covered
@@ -170,9 +212,10 @@ def extractive_answer(question: str, candidates: Sequence[Candidate], sentences:
     quoted = list(candidates[:MAX_SOURCES_QUOTED])
     units = [u for number, c in enumerate(quoted, start=1) for u in split_units(c.text, number)]
     question_terms = set(tokenize(question))
-    weights = _term_weights(question_terms, units)
+    corpus_idf = {m.term: m.idf for c in candidates for m in c.matched_terms}
+    weights = _term_weights(question_terms, units, corpus_idf)
     penalties = {n: 0.5 for n, c in enumerate(quoted, start=1) if c.superseded_by}
-    picks, covered = _select(units, weights, penalties, max(1, sentences))
+    picks, covered = _select(units, weights, penalties, max(1, sentences), how_to=bool(_HOW_TO.match(question)))
     limitations = [EXTRACTIVE_LIMITATION]
     if not picks:
         picks = [u for u in units if u.source == 1][:max(1, sentences)] or units[:1]

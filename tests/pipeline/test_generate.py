@@ -97,6 +97,30 @@ def test_extractive_flags_a_superseded_source():
     assert any("superseded" in lim for lim in trace.limitations)
 
 
+def test_a_how_to_question_gets_the_step_not_the_pages_own_introduction():
+    guide = Candidate(chunk_id="g#1", doc_id="g", title="Replay guide",
+                      text="This guide shows how to replay dead-letter entries safely.\n\n"
+                           "1. Preview the replay of the dead-letter entries with `--dry-run` first.\n"
+                           "2. Replay the entries with `harborctl dlq replay`.\n")
+    trace = generate.run("How do I replay dead-letter entries?", "", (guide,), GenerateConfig(), fake_models())
+    assert "This guide" not in trace.answer
+    assert trace.answer.startswith("Preview the replay of the dead-letter entries with `--dry-run` first [1].")
+
+
+def test_corpus_idf_from_retrieval_outweighs_the_product_name():
+    from pipeline.trace import MatchedTerm
+
+    def term(t, idf):
+        return MatchedTerm(term=t, query_weight=1.0, doc_weight=1.0, idf=idf, contribution=idf)
+
+    release = Candidate(chunk_id="rn#1", doc_id="rn", title="Release notes", text="Harbor Relay 3.1.1 is a bug-fix "
+                        "release.", matched_terms=(term("harbor", 0.1), term("relay", 0.1)))
+    faq = Candidate(chunk_id="faq#1", doc_id="faq", title="FAQ", text="A delivery gets at most 8 retries.",
+                    matched_terms=(term("retry", 2.0),))
+    trace = generate.run("How often does Harbor Relay retry?", "", (release, faq), GenerateConfig(), fake_models())
+    assert trace.answer == "A delivery gets at most 8 retries [2]."
+
+
 def test_only_max_sources_are_offered_and_numbered_in_rank_order():
     trace = generate.run("retries?", "", SOURCES, dataclasses.replace(GenerateConfig(), max_sources=2), fake_models())
     assert [(s.number, s.chunk_id) for s in trace.sources] == [(1, RETRIES.chunk_id), (2, TIMEOUTS.chunk_id)]
