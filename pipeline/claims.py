@@ -8,11 +8,13 @@ Algorithm (:func:`split_claims`):
    one, whatever its punctuation, because each item is one statement in the answer's own layout.
 2. **Sentences within a block.** A text block is cut at ``.``/``!``/``?`` only when the punctuation (plus
    any closing quote and any citation markers right after it) is followed by whitespace and a character
-   that can start a sentence (not a lower-case letter). That one rule keeps decimals (``0.5``), versions
-   (``v2.3``), config keys (``delivery.timeout_ms``) and file names whole, because no space follows their
-   dot; ``e.g.``, ``i.e.``, ``vs.`` and friends are listed so a capital after them does not cut either.
-   Error codes (``ERR_TIMEOUT_502``) contain no dot at all. Inline code spans are never cut and their
-   brackets are never read as markers (```items[0]``` is code, not a citation).
+   that can start a sentence (not a lower-case letter, unless it opens an identifier such as
+   ``delivery.max_retries``: technical answers start sentences with config keys). That one rule keeps
+   decimals (``0.5``), versions (``v2.3``), config keys (``delivery.timeout_ms``) and file names whole,
+   because no space follows their dot; ``e.g.``, ``i.e.``, ``vs.`` and friends are listed so a capital
+   after them does not cut either. Error codes (``ERR_TIMEOUT_502``) contain no dot at all. Inline code
+   spans are never cut and their brackets are never read as markers (```items[0]``` is code, not a
+   citation).
 3. **Markers**: ``[1]``, ``[1][2]``, ``[1, 3]``, ``[1-3]`` and ``[Source 2]``, anywhere in the sentence. A
    marker that directly follows the sentence's full stop (``... 30 s. [1] Next``) belongs to that sentence;
    a line holding only markers belongs to the claim above it. The cleaned ``text`` (what gets embedded) has
@@ -41,6 +43,7 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _BOLD_LINE = re.compile(r"^\s*(\*\*|__)[^*_]+(\*\*|__)\s*:?\s*$")
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:[._][a-z0-9]+)+\b")
 _MAX_RANGE = 50   # "[1-100000]" is a typo, not a hundred thousand citations
 
 # Words ending in "." that do not end a sentence even before a capital ("e.g. Kafka", "vs. Redis").
@@ -144,7 +147,7 @@ def _sentence_spans(text: str, start: int, end: int, code: list[tuple[int, int]]
             continue
         stop = min(_MARKER_RUN.match(text, m.end(), end).end(), end)
         rest = text[stop:end]
-        if rest.strip() and not (rest[0].isspace() and _can_start_sentence(rest.lstrip()[0])):
+        if rest.strip() and not (rest[0].isspace() and _can_start_sentence(rest.lstrip())):
             continue
         spans.append((cur, stop))
         cur = stop
@@ -165,8 +168,15 @@ def _is_abbreviation(text: str, sentence_start: int, m: re.Match) -> bool:
     return token in ABBREVIATIONS or bool(re.fullmatch(r"(?:[a-z]\.)+[a-z]", token))
 
 
-def _can_start_sentence(ch: str) -> bool:
-    return not ch.islower() and ch not in ",;:)]}"
+def _can_start_sentence(rest: str) -> bool:
+    """Capitals, digits, quotes and code start sentences; so does a lower-case identifier such as
+    ``delivery.max_retries`` or ``harbor_cli`` (technical answers often open a sentence with a config key)."""
+    ch = rest[0]
+    if ch in ",;:)]}":
+        return False
+    if not ch.islower():
+        return True
+    return bool(_IDENTIFIER.match(rest))
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:

@@ -145,3 +145,9 @@ def test_the_abstention_sentence_inside_a_longer_answer_is_not_a_claim():
 
     answer = f"Retries are capped at 8 [1]. {ABSTENTION_MESSAGE}"
     assert claims(answer) == [("Retries are capped at 8.", (1,))]
+
+
+def test_a_sentence_may_start_with_a_lower_case_config_key():
+    assert claims("Retries back off [1]. delivery.max_retries defaults to 8 [2]. queue_capacity is 100000 [2].") == [
+        ("Retries back off.", (1,)), ("delivery.max_retries defaults to 8.", (2,)),
+        ("queue_capacity is 100000.", (2,))]
