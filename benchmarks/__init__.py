@@ -1,0 +1,1 @@
+"""Benchmarks (``make bench``, ``make bench-quality``): measured, written to BENCHMARKS.md, never unit tests."""
