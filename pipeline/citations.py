@@ -7,7 +7,9 @@ Algorithm, after the answer exists (:func:`run`):
    ``[1][2]`` / ``[1, 3]`` forms; headings, lead-ins and questions are not claims — see that module).
 2. **One batched encoder call per answer**: every claim that cites an offered source, plus every cited
    chunk, go to ``embedder.encode`` together — the same bi-encoder retrieval uses — so validation costs one
-   batched forward pass whatever the answer's length. An answer with nothing to compare makes no call.
+   encoder call whatever the answer's length. An answer with nothing to compare makes no call. Inside that
+   call the encoder runs length-sorted mini-batches of ``validate.encode_batch_size`` (8): one padded batch
+   of 64 pads every 15-token claim to the longest chunk, and measured 3.7x slower on the demo corpus.
 3. **Similarity to a cited chunk** is the cosine of the L2-normalised vectors, rounded to 4 places *before*
    it is compared (the number the user sees is the number that decided). With ``validate.match="passage"``
    (default) a chunk is represented by itself *and* its sentences and adjacent-sentence pairs
@@ -35,6 +37,7 @@ stays ``unsupported`` (unverified is not supported); it never raises.
 
 from __future__ import annotations
 
+import inspect
 import re
 import time
 
@@ -62,7 +65,7 @@ def run(generation: GenerationTrace, candidates: tuple[Candidate, ...], cfg: Val
     sentences = split_claims(generation.answer)
     claims = [s for s in sentences if s.is_claim]
     pairs = _pairs_to_score(claims, offered, texts)
-    sims, calls, failure = _similarities(pairs, claims, texts, embedder, cfg.match)
+    sims, calls, failure = _similarities(pairs, claims, texts, embedder, cfg)
     checks = tuple(_check_claim(i, c, offered, sims, cfg.claim_threshold) for i, c in enumerate(claims))
     all_markers = sorted({n for s in sentences for n in s.markers})
     cited = tuple(n for n in all_markers if n in offered)
@@ -116,7 +119,7 @@ def chunk_passages(text: str, match: str = "passage") -> list[str]:
     return list(dict.fromkeys([text, *windows]))[:MAX_PASSAGES_PER_CHUNK]
 
 
-def _similarities(pairs, claims, texts, embedder, match: str) -> tuple[dict, int, str]:
+def _similarities(pairs, claims, texts, embedder, cfg: ValidateConfig) -> tuple[dict, int, str]:
     """(cosine, best passage) per (claim, chunk) from ONE encode call over the claims and passages involved."""
     if not pairs:
         return {}, 0, ""
@@ -125,11 +128,11 @@ def _similarities(pairs, claims, texts, embedder, match: str) -> tuple[dict, int
     batch = [claims[i].text for i in claim_ids]
     rows: dict[str, list[int]] = {}
     for cid in chunk_ids:
-        passages = chunk_passages(texts[cid], match)
+        passages = chunk_passages(texts[cid], cfg.match)
         rows[cid] = list(range(len(batch), len(batch) + len(passages)))
         batch += passages
     try:
-        vectors = np.asarray(embedder.encode(batch), dtype=np.float64)
+        vectors = np.asarray(_encode(embedder, batch, cfg.encode_batch_size), dtype=np.float64)
     except Exception as exc:  # any encoder failure is recorded, never raised into the answer
         return {}, 1, f"encoder failed: {type(exc).__name__}: {exc}"
     if vectors.ndim != 2 or vectors.shape[0] != len(batch) or not np.isfinite(vectors).all():
@@ -142,6 +145,16 @@ def _similarities(pairs, claims, texts, embedder, match: str) -> tuple[dict, int
         best = int(np.argmax(cosines))
         out[i, cid] = (round(float(cosines[best]), 4), batch[rows[cid][best]] if best else "")
     return out, 1, ""
+
+
+def _encode(embedder, texts: list[str], batch_size: int):
+    """One encode call. Embedders that take ``batch_size`` (both in this package do) get the small one, so
+    their length-sorted mini-batches pad a 15-token claim to its neighbours, not to a 256-token chunk."""
+    try:
+        takes_batch_size = "batch_size" in inspect.signature(embedder.encode).parameters
+    except (TypeError, ValueError):
+        takes_batch_size = False
+    return embedder.encode(texts, batch_size=batch_size) if takes_batch_size else embedder.encode(texts)
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:

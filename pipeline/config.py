@@ -127,6 +127,9 @@ class ValidateConfig:
     match: Literal["passage", "chunk"] = _tunable(
         "passage", "passage = best of the whole chunk and its sentence windows (a claim usually restates one "
                    "sentence; robust to the encoder's 256-token limit); chunk = the whole chunk only.")
+    encode_batch_size: int = _tunable(
+        8, "Texts per forward pass inside the one validation encoder call (length-sorted): small batches keep "
+           "short claims from being padded to the longest chunk.", lo=1, hi=1024)
 
 
 @dataclass(frozen=True)

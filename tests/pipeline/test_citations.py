@@ -192,6 +192,31 @@ def test_an_encoder_failure_is_recorded_and_leaves_claims_unverified(result):
     assert val.claims[0].similarities[0].similarity is None
 
 
+class PlainEmbedder:
+    """An embedder that only takes texts (the Embedder protocol's minimum)."""
+
+    def __init__(self):
+        self.inner, self.calls = FakeEmbedder(), 0
+
+    def encode(self, texts):
+        self.calls += 1
+        return self.inner.encode(texts)
+
+
+def test_the_one_call_uses_the_configured_mini_batch_and_works_without_one():
+    seen = []
+
+    class Recording(FakeEmbedder):
+        def encode(self, texts, batch_size=None):
+            seen.append(batch_size)
+            return super().encode(texts, batch_size)
+
+    validate(f"{SUPPORTED} [1].", embedder=Recording(), cfg=ValidateConfig(encode_batch_size=4))
+    assert seen == [4]
+    plain, embedder = validate(f"{SUPPORTED} [1].", embedder=PlainEmbedder())
+    assert plain.status == "ran" and plain.supported == 1 and embedder.calls == 1
+
+
 def test_marker_verdicts_colour_each_marker_for_the_app():
     answer = f"{SUPPORTED} [1]. {UNSUPPORTED} [2]. Payloads are signed with Ed25519 [7]."
     val, _ = validate(answer)
