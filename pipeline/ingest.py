@@ -134,6 +134,8 @@ def ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfi
         (updated if p.doc.doc_id in existing else added).append(p.doc.doc_id)
     for doc_id in retracted:
         store.delete_document(doc_id)
+    if updated or retracted:
+        _forget_cached_answers(store, updated + retracted)
 
     changed_anything = bool(prepared or retracted)
     previous_avgdl = store.avgdl
@@ -163,10 +165,26 @@ def delete_document(store: Store, doc_id: str) -> int:
     """Remove a document from both legs; bumps the corpus version. Returns chunks removed (0: unknown id)."""
     removed = store.delete_document(doc_id)
     if removed:
+        _forget_cached_answers(store, [doc_id])
         store.index.optimize()
         store.index.flush()
         store.set_meta(corpus_version=store.corpus_version + 1)
     return removed
+
+
+def _forget_cached_answers(store: Store, doc_ids: list[str]) -> None:
+    """No cached answer that cited a replaced or removed document is served again.
+
+    The cache key already includes the corpus version, which every change bumps; dropping the entries that
+    cite these documents makes the guarantee explicit instead of resting on one counter.
+    """
+    from pipeline.cache import AnswerCache
+
+    cache = AnswerCache(store.home / "cache.sqlite")
+    try:
+        cache.invalidate_documents(doc_ids)
+    finally:
+        cache.close()
 
 
 def _stored_chunks_of(store: Store, doc_ids: list[str]) -> int:
