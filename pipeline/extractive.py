@@ -7,8 +7,9 @@ it like any answer and a user can find the passage.
 
 Algorithm (deterministic):
 
-1. Split each offered source into units: sentences of prose, list items, table rows, and one-line code
-   blocks (shown as inline code). Headings and multi-line code are context, not quotable claims.
+1. Split each offered source into units: sentences of prose, list items (with their wrapped lines), table
+   rows labelled by their header cells, and one-line code blocks (shown as inline code). Headings, table
+   headers and multi-line code are context, not quotable claims.
 2. Weight each question term by its rarity: the keyword leg's corpus IDF when the candidates carry it,
    else ``ln(1 + N / df)`` over the units (a sentence that shares "ERR_TIMEOUT_502" matters more than one
    that shares "harbor"), and score a unit by the weights of the
@@ -80,43 +81,85 @@ class ExtractiveAnswer:
 
 # -- splitting ------------------------------------------------------------------------------------------
 
+class _Splitter:
+    """Line-by-line state for :func:`split_units`: an open paragraph, list item, code block or table."""
+
+    def __init__(self, source: int) -> None:
+        self.source = source
+        self.units: list[Unit] = []
+        self.block = 0
+        self.paragraph: list[str] = []
+        self.item: list[str] = []
+        self.code: list[str] | None = None
+        self.header: list[str] = []
+
+    def add(self, text: str, kind: str) -> None:
+        self.units.append(Unit(self.source, self.block, len(self.units), text, kind))
+
+    def flush(self) -> None:
+        if self.paragraph:
+            for sentence in _SENTENCE_END.split(" ".join(self.paragraph)):
+                if sentence.strip():
+                    self.add(sentence.strip(), "prose")
+            self.paragraph.clear()
+            self.block += 1
+        if self.item:
+            self.add(" ".join(self.item), "item")
+            self.item.clear()
+            self.block += 1
+
+    def row(self, line: str) -> None:
+        """A table row, labelled with the header cells ("Limit: x; 3.1: 250") so it means something alone."""
+        self.flush()
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if self.header and len(self.header) == len(cells):
+            self.add("; ".join(f"{h}: {c}" if h else c for h, c in zip(self.header, cells, strict=True)), "row")
+        else:
+            self.add(" | ".join(cells), "row")
+
+    def table_rule(self) -> None:
+        # the row just above a |---| rule is the header: context for the rows, not a claim of its own
+        if self.units and self.units[-1].kind == "row" and not self.header:
+            self.header = [c.strip() for c in self.units.pop().text.split(" | ")]
+
+    def line(self, line: str) -> None:
+        if _FENCE.match(line):
+            self.fence()
+        elif self.code is not None:
+            self.code.append(line)
+        elif _TABLE_RULE.match(line):
+            self.table_rule()
+        elif line.lstrip().startswith("|"):
+            self.row(line)
+        elif not line.strip() or _HEADING.match(line):
+            self.flush()
+            self.header = []
+        elif _LIST_ITEM.match(line):
+            self.flush()
+            self.item.append(_LIST_ITEM.sub("", line, count=1).strip())
+        elif self.item:
+            self.item.append(line.strip())     # a wrapped line of the same list item
+        else:
+            self.paragraph.append(line.strip())
+
+    def fence(self) -> None:
+        self.flush()
+        if self.code is None:
+            self.code = []
+            return
+        if len(self.code) == 1 and self.code[0].strip():
+            self.add(f"`{self.code[0].strip()}`", "code")
+            self.block += 1
+        self.code = None
+
+
 def split_units(text: str, source: int) -> list[Unit]:
     """Quotable units of one source text, in document order."""
-    units: list[Unit] = []
-    block, in_code, code_lines, paragraph = 0, False, [], []
-
-    def flush_paragraph() -> None:
-        nonlocal block
-        if paragraph:
-            for sentence in _SENTENCE_END.split(" ".join(paragraph)):
-                if sentence.strip():
-                    units.append(Unit(source, block, len(units), sentence.strip()))
-            paragraph.clear()
-            block += 1
-
+    splitter = _Splitter(source)
     for line in text.splitlines():
-        if _FENCE.match(line):
-            if in_code and len(code_lines) == 1 and code_lines[0].strip():
-                units.append(Unit(source, block, len(units), f"`{code_lines[0].strip()}`", "code"))
-                block += 1
-            flush_paragraph()
-            in_code, code_lines = not in_code, []
-            continue
-        if in_code:
-            code_lines.append(line)
-        elif not line.strip() or _HEADING.match(line) or _TABLE_RULE.match(line):
-            flush_paragraph()
-        elif line.lstrip().startswith("|"):
-            flush_paragraph()
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            units.append(Unit(source, block, len(units), " | ".join(cells), "row"))
-        elif _LIST_ITEM.match(line):
-            flush_paragraph()
-            units.append(Unit(source, block, len(units), _LIST_ITEM.sub("", line, count=1).strip(), "item"))
-        else:
-            paragraph.append(line.strip())
-    flush_paragraph()
-    return [u for u in units if len(tokenize(u.text)) >= 2 or u.kind == "code"]
+        splitter.line(line)
+    splitter.flush()
+    return [u for u in splitter.units if len(tokenize(u.text)) >= 2 or u.kind == "code"]
 
 
 # -- scoring and selection ---------------------------------------------------------------------------------
@@ -202,7 +245,14 @@ def render(picks: Sequence[Unit]) -> str:
             paragraphs[-1].append(unit)
         else:
             paragraphs.append([unit])
-    return "\n\n".join(" ".join(cite(u.text, u.source) for u in para) for para in paragraphs)
+    return "\n\n".join(" ".join(_cite_unit(u) for u in para) for para in paragraphs)
+
+
+def _cite_unit(unit: Unit) -> str:
+    """Every sentence gets the marker, not only the last: each one is a claim the validator checks."""
+    if unit.kind != "item":
+        return cite(unit.text, unit.source)
+    return " ".join(cite(s.strip(), unit.source) for s in _SENTENCE_END.split(unit.text) if s.strip())
 
 
 # -- the generator ----------------------------------------------------------------------------------------

@@ -17,7 +17,9 @@ sampling otherwise, so runs are reproducible; ``timeout_s`` becomes transformers
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import threading
 import time
 from dataclasses import dataclass
@@ -72,8 +74,10 @@ def _load_weights(path: Path) -> _Weights:
 
     _quiet_transformers()
     started = time.perf_counter()
-    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
+    # transformers' GGUF de-quantiser draws its own tqdm bar, which its logging switches do not silence
+    with contextlib.redirect_stderr(io.StringIO()):
+        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
     model.eval()
     context = int(getattr(model.config, "max_position_embeddings", 2048) or 2048)
     return _Weights(model, tokenizer, context, round((time.perf_counter() - started) * 1000, 1), threading.Lock())

@@ -91,6 +91,32 @@ def test_extractive_quotes_a_one_line_command_as_inline_code():
     assert "`harborctl endpoints update ep_123 --max-retries 12` [1]" in trace.answer
 
 
+def test_a_quoted_table_row_carries_its_header_labels():
+    limits = Candidate(chunk_id="faq-limits#1", doc_id="faq-limits", title="Limits",
+                       text="| Limit | 3.0 | 3.1 |\n|---|---|---|\n| Endpoints per project | 50 | 200 |\n"
+                            "| Maximum event payload | 1 MB | 1 MB |\n")
+    trace = generate.run("How many endpoints per project?", "", (limits,), GenerateConfig(), fake_models())
+    assert trace.answer == "Limit: Endpoints per project; 3.0: 50; 3.1: 200 [1]"
+
+
+def test_a_wrapped_list_item_is_quoted_whole():
+    guide = Candidate(chunk_id="g#1", doc_id="g", title="Guide",
+                      text="- A token with only the `events:read` scope, never one with\n  `admin` rights.\n")
+    trace = generate.run("Which token scope should the status page use?", "", (guide,), GenerateConfig(),
+                         fake_models())
+    assert trace.answer == "A token with only the `events:read` scope, never one with `admin` rights [1]."
+
+
+def test_every_sentence_of_a_quoted_list_item_carries_the_marker():
+    guide = Candidate(chunk_id="g#1", doc_id="g", title="Guide",
+                      text="- Defaults apply only if `harbor.toml` does not set the keys. A file that says "
+                           "`requests_per_minute = 100` keeps 100.\n")
+    trace = generate.run("Do the new defaults apply if harbor.toml sets requests_per_minute?", "", (guide,),
+                         GenerateConfig(), fake_models())
+    assert trace.answer == ("Defaults apply only if `harbor.toml` does not set the keys [1]. A file that says "
+                            "`requests_per_minute = 100` keeps 100 [1].")
+
+
 def test_extractive_flags_a_superseded_source():
     old = dataclasses.replace(STORAGE, superseded_by=("faq-storage-3-1#1",))
     trace = generate.run("Which PostgreSQL version do clusters need?", "", (old,), GenerateConfig(), fake_models())
