@@ -79,6 +79,7 @@ def render_answer(trace: Trace) -> str:
                   + (f"; fabricated markers: {', '.join(f'[{m}]' for m in val.fabricated_markers)}"
                      if val.fabricated_markers else ""))
         parts.append(header + "\n" + "\n".join(lines))
+    parts.append(render_gate(trace))
     if trace.degradations:
         parts.append("degradations:\n" + "\n".join(f"  - {d}" for d in trace.degradations))
     return "\n\n".join(parts)
