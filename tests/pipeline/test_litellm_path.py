@@ -14,7 +14,7 @@ import pytest
 from pipeline import generate
 from pipeline.config import GenerateConfig
 from pipeline.llm import LiteLLMBackend, LLMRequest
-from pipeline.models import Models, clear_cache
+from pipeline.models import Models
 from pipeline.trace import Candidate, Message
 from tests.support.openai_stub import (
     CloseConnection,
@@ -35,7 +35,13 @@ ANSWER = json.dumps({"answer": "The default capacity is 100000 entries per node 
                      "confidence": "HIGH", "limitations": []})
 
 
-def backend(stub, timeout_s=0.5, retries=0) -> LiteLLMBackend:
+SHORT_TIMEOUT_S = 0.5   # only with Delay(3.0): a reply that cannot arrive in time
+TIMEOUT_S = 10.0        # everything else: generous, so a loaded CI machine never turns a reply into a timeout
+
+
+def backend(stub, timeout_s=None, retries=0) -> LiteLLMBackend:
+    timeout_s = timeout_s or (SHORT_TIMEOUT_S if any(isinstance(b, Delay) for b in stub.upcoming())
+                              else TIMEOUT_S)
     return LiteLLMBackend("openai/stub-model", api_base=stub.api_base, timeout_s=timeout_s, retries=retries)
 
 
@@ -80,7 +86,7 @@ def test_a_json_schema_asks_for_json_output(openai_stub):
 
 
 @pytest.mark.parametrize(("behaviour", "kind"), [
-    (Delay(2.0), "timeout"),
+    (Delay(3.0), "timeout"),
     (ServerError(500), "server"),
     (ServerError(503), "server"),
     (Malformed(), "bad_response"),
@@ -96,7 +102,7 @@ def test_failures_map_to_error_kinds(openai_stub, behaviour, kind):
 
 
 def test_a_refused_connection_is_a_connection_error():
-    dead = LiteLLMBackend("openai/stub-model", api_base=f"http://127.0.0.1:{free_port()}/v1", timeout_s=0.5)
+    dead = LiteLLMBackend("openai/stub-model", api_base=f"http://127.0.0.1:{free_port()}/v1", timeout_s=TIMEOUT_S)
     reply = dead.complete(LLMRequest(messages=HELLO))
     assert reply.error_kind == "connection" and "refused" in reply.error.lower()
 
@@ -126,8 +132,10 @@ def test_a_bad_body_is_not_retried(openai_stub):
 # -- the generate stage over HTTP, built from config ---------------------------------------------------------
 
 def _generate(stub, **overrides):
-    clear_cache()  # each test's stub listens on a new port; never reuse a backend built for another
-    cfg = GenerateConfig(backend="litellm", model="openai/stub-model", api_base=stub.api_base, timeout_s=0.5,
+    """Through Models().llm -> build_backend, as the engine does (each stub's new port is a new cache key)."""
+    delayed = any(isinstance(b, Delay) for b in stub.upcoming())
+    cfg = GenerateConfig(backend="litellm", model="openai/stub-model", api_base=stub.api_base,
+                         timeout_s=SHORT_TIMEOUT_S if delayed else TIMEOUT_S,
                          retries=0, **overrides)
     return generate.run("What is the default queue capacity?", "", (SOURCE,), cfg, Models())
 
@@ -150,7 +158,7 @@ def test_generate_repairs_a_malformed_reply_over_http(openai_stub):
 
 
 @pytest.mark.parametrize(("behaviour", "kind"), [
-    (Delay(2.0), "timeout"), (ServerError(500), "server"), (CloseConnection(), "connection"),
+    (Delay(3.0), "timeout"), (ServerError(500), "server"), (CloseConnection(), "connection"),
     (Truncated(), "bad_response"),
 ])
 def test_provider_down_gives_the_cited_extractive_answer(openai_stub, behaviour, kind):
@@ -163,8 +171,7 @@ def test_provider_down_gives_the_cited_extractive_answer(openai_stub, behaviour,
 
 
 def test_generate_with_a_dead_server_falls_back():
-    clear_cache()
-    cfg = GenerateConfig(backend="litellm", model="openai/stub-model", timeout_s=0.5, retries=0,
+    cfg = GenerateConfig(backend="litellm", model="openai/stub-model", timeout_s=TIMEOUT_S, retries=0,
                          api_base=f"http://127.0.0.1:{free_port()}/v1")
     trace = generate.run("What is the default queue capacity?", "", (SOURCE,), cfg, Models())
     assert trace.status == "fallback" and "connection" in trace.fallback_reason

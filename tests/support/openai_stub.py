@@ -126,6 +126,11 @@ class OpenAIStub:
             self._queue.extend(behaviours)
         return self
 
+    def upcoming(self) -> tuple[Behaviour, ...]:
+        """What the next requests will get: the scripted behaviours, then the default."""
+        with self._lock:
+            return (*self._queue, self.default)
+
     def reset(self) -> None:
         with self._lock:
             self._queue.clear()
