@@ -12,6 +12,10 @@ output schema (answer, used_source_ids, confidence HIGH/MEDIUM/LOW, limitations)
   load) -> the extractive answer at once, flagged ``fallback``: a retry was already spent inside the
   backend, and a user waiting on a dead provider should get the cited passage, never an error.
 
+Injection: sources reach the model only fenced as untrusted data (``pipeline.prompts``); a source whose text
+reads as instructions to a model is also marked inside its fence and listed in ``flagged_sources``, and
+the extractive answer never quotes such text (``pipeline.extractive.drop_instructions``).
+
 Abstention is detected by the exact sentence (``prompts.is_abstention``). An answer that is only that
 sentence carries no citations (a marker on "I don't know" would claim a source backs it).
 """
@@ -36,6 +40,7 @@ from pipeline.prompts import (
     PromptSource,
     contains_abstention,
     generation_messages,
+    instruction_signals,
     is_abstention,
     new_nonce,
     repair_message,
@@ -161,9 +166,16 @@ def offered_sources(candidates: Sequence[Candidate], max_sources: int) -> tuple[
                  for i, c in enumerate(candidates[:max_sources], start=1))
 
 
+def flagged_sources(candidates: Sequence[Candidate]) -> tuple[int, ...]:
+    """Numbers of the sources whose text reads as instructions to a model (shown, fenced, never obeyed)."""
+    return tuple(i for i, c in enumerate(candidates, start=1) if instruction_signals(c.text))
+
+
 def _prompt_sources(candidates: Sequence[Candidate]) -> tuple[PromptSource, ...]:
+    flagged = set(flagged_sources(candidates))
     return tuple(PromptSource(number=i, title=c.title, text=c.text, version=c.version,
-                              effective_date=c.effective_date, superseded=bool(c.superseded_by))
+                              effective_date=c.effective_date, superseded=bool(c.superseded_by),
+                              flagged=i in flagged)
                  for i, c in enumerate(candidates, start=1))
 
 
@@ -174,7 +186,7 @@ def run(question: str, query: str, candidates: tuple[Candidate, ...], cfg: Gener
     started = time.perf_counter()
     offered = tuple(candidates[:cfg.max_sources])
     base = GenerationTrace(requested_backend=cfg.backend, model=_model_label(cfg),
-                           sources=offered_sources(offered, cfg.max_sources))
+                           sources=offered_sources(offered, cfg.max_sources), flagged_sources=flagged_sources(offered))
     if not offered:
         trace = replace(base, status="abstained", backend="none", answer=ABSTENTION_MESSAGE, is_abstention=True,
                         fallback_reason="no sources were offered")

@@ -201,6 +201,7 @@ class GenerationTrace:
     llm_calls: int = 0
     latency_ms: float = 0.0
     notes: tuple[str, ...] = ()       # what the generator changed in the model's reply, and why
+    flagged_sources: tuple[int, ...] = ()  # offered sources holding text addressed to a model (injection)
 
 
 # -- validation and trust ------------------------------------------------------------------------------
