@@ -166,7 +166,9 @@ def split_units(text: str, source: int) -> list[Unit]:
     for line in text.splitlines():
         splitter.line(line)
     splitter.flush()
-    return [u for u in splitter.units if len(tokenize(u.text)) >= 2 or u.kind == "code"]
+    # a lead-in ("From our notes, checked against the 3.0 release notes:") announces an answer, it is none
+    return [u for u in splitter.units if (len(tokenize(u.text)) >= 2 or u.kind == "code")
+            and not (u.kind == "prose" and u.text.rstrip().endswith(":"))]
 
 
 # -- scoring and selection ---------------------------------------------------------------------------------

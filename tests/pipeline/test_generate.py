@@ -99,6 +99,16 @@ def test_a_quoted_table_row_carries_its_header_labels():
     assert trace.answer == "Limit: Endpoints per project; 3.0: 50; 3.1: 200 [1]"
 
 
+def test_a_lead_in_sentence_is_never_quoted_alone():
+    notes = Candidate(chunk_id="n#1", doc_id="n", title="Notes",
+                      text="Limits after the upgrade to 3.0, from our notes:\n\n| Limit | 3.0 |\n|---|---|\n"
+                           "| Endpoints per project | 50 |\n")
+    trace = generate.run("Which limits apply after the upgrade to 3.0?", "", (notes,), GenerateConfig(),
+                         fake_models())
+    assert "from our notes" not in trace.answer
+    assert trace.answer == "Limit: Endpoints per project; 3.0: 50 [1]"
+
+
 def test_a_wrapped_list_item_is_quoted_whole():
     guide = Candidate(chunk_id="g#1", doc_id="g", title="Guide",
                       text="- A token with only the `events:read` scope, never one with\n  `admin` rights.\n")
