@@ -1,0 +1,55 @@
+"""Compare page: two configurations side by side with what changed highlighted."""
+
+from __future__ import annotations
+
+from conftest import errors_of, html_of, open_app
+
+
+def _run(at, question: str, preset: str, extra: str = "", history: str = ""):
+    at.text_input(key="compare.question").set_value(question)
+    at.text_area(key="compare.history").set_value(history)
+    at.selectbox(key="compare.preset").set_value(preset)
+    at.text_area(key="compare.overrides").set_value(extra)
+    at.button(key="compare.run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_two_traces_are_shown_with_the_gate_flip_highlighted(app_env):
+    at = _run(open_app("compare"), "What does ERR_TIMEOUT_502 mean?", "only the changes below",
+              "gate.confidence_threshold_rerank=0.99")
+    headers = [s.value for s in at.subheader]
+    assert any(h.startswith("A · config") for h in headers) and any(h.startswith("B · config") for h in headers)
+    page = html_of(at)
+    assert "class='wb-diff wb-diff-changed' data-diff='gate decision'" in page
+    assert "answer (rerank" in page and "abstain (rerank" in page
+    assert page.count("class=\"wb-answer\"") == 1 and "wb-abstention" in page
+    configs = [df.value for df in at.dataframe if "setting" in df.value.columns]
+    assert configs and configs[0].iloc[0]["setting"] == "gate.confidence_threshold_rerank"
+    assert len([t for t in at.tabs if t.label == "Retrieval"]) == 2, "both full traces"
+
+
+def test_reranker_off_moves_ranks_and_changes_the_gate_scale(app_env):
+    at = _run(open_app("compare"), "How long are dead-letter entries kept by default?", "reranker off")
+    moves = next(df.value for df in at.dataframe if "movement" in df.value.columns)
+    assert len(moves) >= 10
+    assert any(m != "=" for m in moves["movement"]), "turning the reranker off reorders the top 10"
+    assert "(fused " in html_of(at), "B's gate reads the fused scale"
+
+
+def test_rewrite_off_changes_the_follow_up_query(app_env):
+    history = "user: what's the default max_retries in 3.1?\nassistant: 8 retries in 3.1."
+    at = _run(open_app("compare"), "and what about the backoff?", "rewrite off", history=history)
+    assert "class='wb-diff wb-diff-changed' data-diff='rewrite'" in html_of(at)
+
+
+def test_user_errors_are_one_line(app_env):
+    cases = [("What does ERR_TIMEOUT_502 mean?", "only the changes below", "gate.nope=1", "",
+              "unknown config key gate.nope"),
+             ("What does ERR_TIMEOUT_502 mean?", "only the changes below", "", "", "same configuration"),
+             ("", "reranker off", "", "", "empty"),
+             ("x?", "reranker off", "", "bot: hi", "start it with 'user:'")]
+    for question, preset, extra, history, expected in cases:
+        at = _run(open_app("compare"), question, preset, extra, history)
+        assert len(at.error) == 1 and expected in errors_of(at)[0], (expected, errors_of(at))
+        assert not [s for s in at.subheader if s.value.startswith("A · config")]

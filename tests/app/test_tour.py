@@ -1,0 +1,34 @@
+"""Demo tour page: each scenario runs with one click and says what it just showed."""
+
+from __future__ import annotations
+
+from conftest import html_of, markdown_of, open_app
+
+from workbench.app.scenarios import SCENARIOS
+
+
+def test_the_tour_states_its_pinned_config(app_env):
+    at = open_app("tour")
+    assert any("gate.signal = dense" in m for m in markdown_of(at))
+    assert [s.value for s in at.subheader] == [f"{i}. {s.title}" for i, s in enumerate(SCENARIOS, start=1)]
+
+
+def test_out_of_scope_abstains_with_zero_llm_calls_and_closest_documents(app_env):
+    at = open_app("tour")
+    at.button(key="tour.out-of-scope").click().run()
+    assert "wb-abstention" in html_of(at)
+    saw = [s.value for s in at.success]
+    assert len(saw) == 1 and saw[0].startswith("What you just saw: Nothing in the corpus is close")
+    assert not at.warning, "it behaved as described"
+    assert any("LLM calls for generation: 0" in m for m in markdown_of(at))
+
+
+def test_run_all_shows_every_scenario_and_the_provider_down_fallback(app_env):
+    at = open_app("tour")
+    at.button(key="tour.run_all").click().run()
+    assert not at.exception and not at.error
+    assert len(at.success) == len(SCENARIOS)
+    page = html_of(at)
+    assert "fallback from litellm" in page and "Connection" in page, "the real litellm client was refused"
+    at.toggle(key="tour.provider-down.trace").set_value(True).run()
+    assert any("Fell back from litellm to extractive" in m for m in markdown_of(at))

@@ -1,0 +1,102 @@
+"""Gate lab rendering: what-if sliders replayed with ``pipeline.gate.decide`` on the stored gate inputs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import streamlit as st
+
+from pipeline import gate
+from pipeline.config import GateConfig, PipelineConfig
+from pipeline.trace import Trace
+from workbench.app import charts, render
+from workbench.app.render import esc, md
+
+TRACE = "gate.trace"
+INPUTS = "gate.inputs"
+SIGNALS = ("auto", "rerank", "fused", "dense")
+WHATIF = "gate.whatif"
+
+
+def load_trace(trace: Trace, cfg: PipelineConfig) -> None:
+    """Keep the trace and extract the gate's inputs once; the sliders start at the trace's own config."""
+    st.session_state[TRACE] = trace
+    st.session_state[INPUTS] = gate.gate_inputs(trace.retrieval, trace.rerank)
+    source = (trace.config or cfg).gate
+    for name, value in _slider_values(source).items():
+        st.session_state[f"{WHATIF}.{name}"] = value
+
+
+FUSED_MAX = 0.05
+
+
+def _slider_values(g: GateConfig) -> dict[str, object]:
+    """The run's gate settings, clamped into the sliders' ranges."""
+    return {"signal": g.signal, "rerank": float(g.confidence_threshold_rerank),
+            "fused": min(float(g.confidence_threshold_fused), FUSED_MAX),
+            "dense": float(g.confidence_threshold_dense)}
+
+
+def whatif_config(base: GateConfig, key: str = WHATIF) -> GateConfig:
+    return dataclasses.replace(
+        base, signal=st.session_state[f"{key}.signal"],
+        confidence_threshold_rerank=st.session_state[f"{key}.rerank"],
+        confidence_threshold_fused=st.session_state[f"{key}.fused"],
+        confidence_threshold_dense=st.session_state[f"{key}.dense"])
+
+
+def _decision_html(label: str, css: str, g) -> str:
+    colour = render.EMERALD if g.decision == "answer" else render.ROSE
+    return (f"<div class='wb-gate-{css}' data-decision='{esc(g.decision)}'><b>{esc(label)}</b>: "
+            f"<b style='color:{colour}'>{esc(g.decision.upper())}</b> — {esc(g.reason)}</div>")
+
+
+def render_whatif(cfg: PipelineConfig, key: str = WHATIF) -> None:
+    trace: Trace | None = st.session_state.get(TRACE)
+    if trace is None:
+        st.info("Score a question (or take the last Ask answer) to open its gate.")
+        return
+    inputs = st.session_state[INPUTS]
+    st.markdown(f"**{md(trace.question, limit=160)}** · corpus version {trace.corpus_version} · "
+                f"run config `{trace.config_hash}`")
+    base = (trace.config or cfg).gate
+    for name, value in _slider_values(base).items():
+        # Streamlit drops a widget's value when another page is shown; start again from the run's config.
+        st.session_state.setdefault(f"{key}.{name}", value)
+    st.selectbox("what-if signal", SIGNALS, key=f"{key}.signal")
+    a, b, c = st.columns(3)
+    a.slider("rerank threshold", 0.0, 1.0, step=0.01, key=f"{key}.rerank",
+             help="Sigmoid of the cross-encoder logit.")
+    b.slider("fused threshold", 0.0, FUSED_MAX, step=0.0005, format="%.4f", key=f"{key}.fused",
+             help="RRF: two legs and k=60 give at most 2/61 ≈ 0.033.")
+    c.slider("dense threshold", -1.0, 1.0, step=0.01, key=f"{key}.dense", help="Cosine of the best dense hit.")
+    original = trace.gate
+    replayed = gate.decide(inputs, whatif_config(base, key))
+    changed = replayed.decision != original.decision
+    st.html(_decision_html("stored run", "stored", original) + _decision_html("what-if", "what-if", replayed)
+            + (f"<div class='wb-gate-flip' style='color:{render.AMBER};font-weight:700'>The decision flips: "
+               f"{esc(original.decision)} → {esc(replayed.decision)}</div>" if changed else ""))
+    st.plotly_chart(charts.gate_figure(replayed), key=f"{key}.gauge", width="stretch")
+    rows = []
+    thresholds = {"rerank": st.session_state[f"{key}.rerank"], "fused": st.session_state[f"{key}.fused"],
+                  "dense": st.session_state[f"{key}.dense"]}
+    for scale, best in (("rerank", inputs.best_rerank), ("fused", inputs.best_fused), ("dense", inputs.best_dense)):
+        threshold = thresholds[scale]
+        score = best[1] if best else None
+        rows.append({"scale": scale, "top score": score, "top chunk": best[0] if best else "–",
+                     "what-if threshold": threshold, "would answer": None if score is None else score >= threshold,
+                     "read by the what-if gate": scale == replayed.scale})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}.scales")
+    if not inputs.rerank_ran:
+        st.caption(md(f"No rerank score in this run ({inputs.no_rerank_reason}); auto and rerank read the fused "
+                      "scale."))
+    if replayed.closest_documents:
+        st.caption("Closest documents the what-if abstention would show")
+        st.dataframe(pd.DataFrame([dataclasses.asdict(d) for d in replayed.closest_documents]), hide_index=True,
+                     key=f"{key}.closest")
+
+
+def render_golden_tradeoff(cfg: PipelineConfig, pipe, key: str) -> None:
+    st.subheader("Over the golden set")
+    st.info("The answer-rate vs false-answer trade-off over golden/golden.jsonl arrives with workbench.sweep.")

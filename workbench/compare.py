@@ -1,0 +1,200 @@
+"""Diff two traces of the same question run under two configurations (the app's Compare page).
+
+Pure functions over stored :class:`~pipeline.trace.Trace` records, no models: what the configurations
+change, whether the rewrite changed, how each chunk moved in the final ranking, whether the gate decision
+flipped, and how each claim's verdict changed. Claims are matched by their text (whitespace and case
+folded), because the same sentence may carry other marker numbers when the sources are ordered differently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pipeline.config import PipelineConfig, get_value, tunables
+from pipeline.trace import Trace
+
+Movement = Literal["same", "up", "down", "new", "dropped"]
+
+
+@dataclass(frozen=True)
+class ConfigChange:
+    key: str
+    a: Any
+    b: Any
+
+
+@dataclass(frozen=True)
+class RankMove:
+    """One chunk's place in the final ranking of each run (1-based; None: not retrieved at all)."""
+    chunk_id: str
+    doc_id: str
+    title: str
+    rank_a: int | None
+    rank_b: int | None
+    movement: Movement
+
+    @property
+    def places(self) -> int:
+        """Positive when B ranks the chunk higher than A (0 when new or dropped)."""
+        if self.rank_a is None or self.rank_b is None:
+            return 0
+        return self.rank_a - self.rank_b
+
+
+@dataclass(frozen=True)
+class ClaimChange:
+    text: str
+    verdict_a: str | None            # None: the claim is not in that answer
+    verdict_b: str | None
+    similarity_a: float | None = None
+    similarity_b: float | None = None
+
+    @property
+    def status(self) -> Literal["same", "changed", "only_a", "only_b"]:
+        if self.verdict_a is None:
+            return "only_b"
+        if self.verdict_b is None:
+            return "only_a"
+        return "same" if self.verdict_a == self.verdict_b else "changed"
+
+
+@dataclass(frozen=True)
+class GateSide:
+    decision: str
+    scale: str
+    score: float
+    threshold: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class TraceDiff:
+    question: str
+    config_changes: tuple[ConfigChange, ...]
+    query_a: str
+    query_b: str
+    rewrite_status_a: str
+    rewrite_status_b: str
+    gate_a: GateSide
+    gate_b: GateSide
+    rank_moves: tuple[RankMove, ...]
+    claim_changes: tuple[ClaimChange, ...]
+    answer_a: str
+    answer_b: str
+    confidence_a: str
+    confidence_b: str
+    llm_calls_a: int
+    llm_calls_b: int
+    backend_a: str
+    backend_b: str
+
+    @property
+    def rewrite_changed(self) -> bool:
+        return self.query_a != self.query_b or self.rewrite_status_a != self.rewrite_status_b
+
+    @property
+    def gate_changed(self) -> bool:
+        return self.gate_a.decision != self.gate_b.decision
+
+    @property
+    def answer_changed(self) -> bool:
+        return self.answer_a.strip() != self.answer_b.strip()
+
+    @property
+    def verdicts_changed(self) -> int:
+        return sum(1 for c in self.claim_changes if c.status != "same")
+
+    def summary(self) -> list[str]:
+        """One line per thing that differs, most consequential first; empty when the runs agree."""
+        lines = []
+        if self.gate_changed:
+            lines.append(f"gate decision: {self.gate_a.decision} → {self.gate_b.decision}")
+        if self.answer_changed:
+            lines.append("the answer text differs")
+        if self.verdicts_changed:
+            lines.append(f"{self.verdicts_changed} claim verdict(s) differ")
+        if self.rewrite_changed:
+            lines.append(f"rewrite: {self.rewrite_status_a} {self.query_a!r} → "
+                         f"{self.rewrite_status_b} {self.query_b!r}")
+        moved = [m for m in self.rank_moves if m.movement != "same"]
+        if moved:
+            lines.append(f"{len(moved)} chunk(s) moved in or out of the compared top ranks")
+        if self.confidence_a != self.confidence_b:
+            lines.append(f"confidence: {self.confidence_a or '–'} → {self.confidence_b or '–'}")
+        if self.llm_calls_a != self.llm_calls_b:
+            lines.append(f"LLM calls: {self.llm_calls_a} → {self.llm_calls_b}")
+        return lines
+
+
+def config_changes(a: PipelineConfig | None, b: PipelineConfig | None) -> tuple[ConfigChange, ...]:
+    """Every tunable whose value differs between the two configs, in declaration order."""
+    a = a or PipelineConfig()
+    b = b or PipelineConfig()
+    return tuple(ConfigChange(t.key, get_value(a, t.key), get_value(b, t.key)) for t in tunables()
+                 if get_value(a, t.key) != get_value(b, t.key))
+
+
+def _movement(rank_a: int | None, rank_b: int | None, top_k: int) -> Movement:
+    in_a = rank_a is not None and rank_a <= top_k
+    in_b = rank_b is not None and rank_b <= top_k
+    if in_a and not in_b:
+        return "dropped"
+    if in_b and not in_a:
+        return "new"
+    if rank_a == rank_b:
+        return "same"
+    return "up" if rank_b < rank_a else "down"
+
+
+def rank_moves(a: Trace, b: Trace, top_k: int = 10) -> tuple[RankMove, ...]:
+    """Chunks in either run's top ``top_k`` (final order), with their rank in each full ranking.
+
+    Ordered by B's rank, then the chunks B dropped by A's rank.
+    """
+    ranked_a = {c.chunk_id: (i, c) for i, c in enumerate(a.ranked_candidates(), start=1)}
+    ranked_b = {c.chunk_id: (i, c) for i, c in enumerate(b.ranked_candidates(), start=1)}
+    ids = [cid for cid, (i, _) in ranked_b.items() if i <= top_k]
+    ids += [cid for cid, (i, _) in ranked_a.items() if i <= top_k and cid not in ids]
+    moves = []
+    for cid in ids:
+        ra = ranked_a.get(cid, (None, None))
+        rb = ranked_b.get(cid, (None, None))
+        cand = rb[1] or ra[1]
+        moves.append(RankMove(cid, cand.doc_id, cand.title, ra[0], rb[0], _movement(ra[0], rb[0], top_k)))
+    return tuple(moves)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def claim_changes(a: Trace, b: Trace) -> tuple[ClaimChange, ...]:
+    """Claims of A (in order), then claims only B has; each with its verdict and best similarity per run."""
+    claims_a = {_norm(c.text): c for c in a.validation.claims}
+    claims_b = {_norm(c.text): c for c in b.validation.claims}
+    out = []
+    for key, ca in claims_a.items():
+        cb = claims_b.get(key)
+        out.append(ClaimChange(ca.text, ca.verdict, cb.verdict if cb else None, ca.best_similarity,
+                               cb.best_similarity if cb else None))
+    for key, cb in claims_b.items():
+        if key not in claims_a:
+            out.append(ClaimChange(cb.text, None, cb.verdict, None, cb.best_similarity))
+    return tuple(out)
+
+
+def _gate(trace: Trace) -> GateSide:
+    g = trace.gate
+    return GateSide(g.decision, g.scale, g.score, g.threshold, g.reason)
+
+
+def diff_traces(a: Trace, b: Trace, top_k: int = 10) -> TraceDiff:
+    return TraceDiff(
+        question=a.question, config_changes=config_changes(a.config, b.config),
+        query_a=a.rewrite.query or a.question, query_b=b.rewrite.query or b.question,
+        rewrite_status_a=a.rewrite.status, rewrite_status_b=b.rewrite.status,
+        gate_a=_gate(a), gate_b=_gate(b), rank_moves=rank_moves(a, b, top_k), claim_changes=claim_changes(a, b),
+        answer_a=a.answer, answer_b=b.answer, confidence_a=a.confidence, confidence_b=b.confidence,
+        llm_calls_a=a.llm_calls, llm_calls_b=b.llm_calls, backend_a=a.generation.backend,
+        backend_b=b.generation.backend)
