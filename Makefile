@@ -7,13 +7,14 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8501
 STORE ?= .workbench
+GATE_STORE ?= build/deploy-gate-store
 export HF_HUB_OFFLINE ?= 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export TOKENIZERS_PARALLELISM := false
 export PYTHONDONTWRITEBYTECODE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install app ingest test test-fast lint bench bench-quality tune clean
+.PHONY: help install app ingest test test-fast gate lint bench bench-quality bench-squad tune clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-15s %s\n", $$1, $$2}'
@@ -35,6 +36,11 @@ app: install ingest ## install, ingest the demo corpus if needed, start the Stre
 
 test: install ## install and run every test: unit, app, browser, notebooks (nbval) and the deploy gate
 	$(BIN)/python -m pytest tests
+	@$(MAKE) --no-print-directory gate
+
+gate: install ## deploy gate: the golden set on the offline default stack must meet golden/floors.json
+	$(BIN)/workbench ingest golden/corpus --store $(GATE_STORE)
+	$(BIN)/workbench eval golden/golden.jsonl --store $(GATE_STORE) --check golden/floors.json --out build/deploy-gate
 
 test-fast: install ## unit tests only, skipping the slow and browser ones
 	$(BIN)/python -m pytest tests -m "not slow and not browser"
@@ -48,8 +54,11 @@ bench: install ## per-stage latency benchmarks at 1k/10k/100k chunks -> BENCHMAR
 bench-quality: install ## SciFact retrieval quality (nDCG@10, recall@100) -> BENCHMARKS.md
 	$(BIN)/python -m benchmarks.scifact
 
-tune: install ## sweep both gate thresholds over the golden set -> tune-output/
+bench-squad: install ## SQuAD 2.0 abstention: ROC-AUC of each gate signal, rates at the defaults -> BENCHMARKS.md
+	$(BIN)/python -m benchmarks.squad2
+
+tune: install ingest ## sweep both gate thresholds over the golden set -> tune-output/
 	$(BIN)/workbench tune golden/golden.jsonl --store $(STORE) --out tune-output
 
 clean: ## remove caches and outputs (keeps .venv and the store)
-	rm -rf .pytest_cache .ruff_cache test-output tune-output bench-output
+	rm -rf .pytest_cache .ruff_cache test-output tune-output bench-output build/deploy-gate

@@ -130,6 +130,9 @@ class ValidateConfig:
     encode_batch_size: int = _tunable(
         8, "Texts per forward pass inside the one validation encoder call (length-sorted): small batches keep "
            "short claims from being padded to the longest chunk.", lo=1, hi=1024)
+    nli_model: str = _tunable(
+        "cross-encoder/nli-deberta-v3-small", "Entailment cross-encoder for the evaluation's NLI citation-support "
+        "check (workbench eval); reported as unavailable when it does not resolve. Not used when answering.")
 
 
 @dataclass(frozen=True)

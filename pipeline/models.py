@@ -162,6 +162,44 @@ class CrossEncoderReranker:
         return np.asarray(logits, dtype=np.float32).reshape(len(passages), -1)[:, 0]
 
 
+class NLIClassifier:
+    """An entailment cross-encoder (MNLI-style): ``predict`` returns softmax probabilities over its labels.
+
+    ``labels`` are the model's own ``id2label`` names, lower-cased, in logit order — checkpoints disagree on
+    the order (``cross-encoder/nli-deberta-v3-small``: contradiction, entailment, neutral), so callers look a
+    label up by name, never by position.
+    """
+
+    def __init__(self, name: str, max_tokens: int = 512, batch_size: int = 16) -> None:
+        resolved = resolve_model(name)
+        from sentence_transformers import CrossEncoder
+
+        _quiet_transformers()
+        self.name = name
+        self.source = resolved.source
+        self.batch_size = batch_size
+        self._model = CrossEncoder(str(resolved.path), max_length=max_tokens, device="cpu",
+                                   activation_fn=_identity())
+        id2label = getattr(self._model.config, "id2label", None) or {}
+        self.labels = tuple(str(id2label.get(i, id2label.get(str(i), f"label_{i}"))).lower()
+                            for i in range(int(self._model.num_labels)))
+        if "entailment" not in self.labels:
+            raise ModelUnavailable(f"model {name!r} is not an NLI classifier: labels {self.labels} have no "
+                                   "'entailment'")
+        self._lock = threading.Lock()
+
+    def predict(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        """(premise, hypothesis) pairs → probabilities, shape (len(pairs), len(labels))."""
+        with self._lock:
+            if not pairs:
+                return np.zeros((0, len(self.labels)), dtype=np.float32)
+            logits = self._model.predict(list(pairs), batch_size=self.batch_size, show_progress_bar=False,
+                                         convert_to_numpy=True)
+        logits = np.asarray(logits, dtype=np.float64).reshape(len(pairs), len(self.labels))
+        shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return (shifted / shifted.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
 def _quiet_transformers() -> None:
     """Weight-loading progress bars and notices are noise on a CLI's stderr."""
     try:
@@ -234,10 +272,11 @@ class Models:
         return _cached(key, lambda: build_backend(backend=backend, model=model, api_base=api_base,
                                                   timeout_s=timeout_s, retries=retries))
 
-    def nli(self, name: str):
+    def nli(self, name: str) -> NLIClassifier:
+        """The entailment classifier (all label probabilities), or ModelUnavailable; injected fakes win."""
         if self._nli is not None:
             return self._nli
-        return _cached(("nli", name), lambda: CrossEncoderReranker(name, max_tokens=512))
+        return _cached(("nli", name), lambda: NLIClassifier(name, max_tokens=512))
 
 
 _DEFAULT: Models | None = None

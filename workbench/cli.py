@@ -246,6 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", metavar="FILE", help="also write the per-row results as CSV")
     p.add_argument("--out", metavar="DIR", help="write summary, rows and traces under DIR")
     p.add_argument("--limit", type=int, default=None, help="only the first N cases")
+    p.add_argument("--no-nli", action="store_true", help="skip the NLI citation-support check")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: one case at a time runs "
+                   "fastest single-threaded on shared cores; 0 = torch's default)")
     _common(p)
     p.set_defaults(func=cmd_eval)
 
@@ -253,6 +256,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("golden", metavar="GOLDEN")
     p.add_argument("--out", metavar="DIR", default="tune-output", help="report and plots go here")
     p.add_argument("--max-false-answer-rate", type=float, default=0.05)
+    p.add_argument("--traces", metavar="FILE", help="replay these traces (an eval's traces.jsonl) instead of "
+                   "searching again; default: OUT/traces.jsonl when it matches the store")
+    p.add_argument("--grid", type=int, default=20, help="thresholds per signal in the grid (default 20)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1; 0 = torch's default)")
     _common(p)
     p.set_defaults(func=cmd_tune)
 

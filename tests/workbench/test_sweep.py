@@ -1,0 +1,233 @@
+"""workbench tune: the vectorised gate replay agrees with pipeline.gate, the recommendation is the best point
+within the false-answer bound, and the report, plots and reused traces land under --out."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from pipeline.config import GateConfig, PipelineConfig
+from pipeline.engine import Pipeline
+from pipeline.testing import fake_models
+from workbench import evaluate, figures, tune
+from workbench.golden import load_golden
+from workbench.metrics import roc_auc
+from workbench.sweep import (
+    Scores,
+    answers,
+    best_setting,
+    candidate_thresholds,
+    cross_validate,
+    extract,
+    folds,
+    rates,
+    replay_decisions,
+    sweep,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "golden" / "golden.jsonl"
+
+
+def scores(dense, answerable, fused=None, rerank=None) -> Scores:
+    n = len(dense)
+    nan = np.full(n, np.nan)
+    return Scores(ids=tuple(f"c{i}" for i in range(n)), answerable=np.array(answerable, dtype=bool),
+                  rerank=nan if rerank is None else np.array(rerank, dtype=float),
+                  fused=np.full(n, 0.03) if fused is None else np.array(fused, dtype=float),
+                  dense=np.array(dense, dtype=float), inputs=())
+
+
+def test_roc_auc_counts_ties_as_half_and_needs_both_classes():
+    assert roc_auc([0.9, 0.8, 0.2, 0.1], [True, True, False, False]) == 1.0
+    assert roc_auc([0.1, 0.2, 0.8, 0.9], [True, True, False, False]) == 0.0
+    assert roc_auc([0.5, 0.5, 0.5, 0.5], [True, False, True, False]) == 0.5
+    assert roc_auc([0.9, 0.4, 0.6, 0.1], [True, True, False, False]) == 0.75
+    assert roc_auc([0.9, 0.8], [True, True]) is None
+
+
+def test_best_setting_answers_the_most_answerable_within_the_bound():
+    # answerable 0.9 0.8 0.7 0.25 | unanswerable 0.75 and 19 × 0.3 (20 unanswerable: one false answer = 5 %)
+    s = scores([0.9, 0.8, 0.7, 0.25, 0.75] + [0.3] * 19, [True] * 4 + [False] * 20)
+    best = best_setting(s, "dense", GateConfig(), max_far=0.05)
+    assert best["answer_rate_answerable"] == 0.75 and best["false_answer_rate_unanswerable"] == 0.05
+    assert 0.3 < best["t_dense"] < 0.7                     # a midpoint, never on a case's score
+    strict = best_setting(s, "dense", GateConfig(), max_far=0.0)
+    assert strict["answer_rate_answerable"] == 0.5 and 0.75 < strict["t_dense"] < 0.8
+
+
+def test_candidate_thresholds_cover_every_outcome():
+    t = candidate_thresholds(np.array([0.2, 0.5, 0.5, np.nan, 0.9]))
+    assert t[0] < 0.2 and t[-1] > 0.9 and np.allclose(t[1:-1], [0.35, 0.7])
+
+
+def test_fused_and_dense_needs_both_and_dense_falls_back_to_fused_without_a_dense_score():
+    s = scores([0.7, 0.7, np.nan], [True, False, True], fused=[0.032, 0.016, 0.032])
+    # each half is the gate's own decision, so the dense half also falls back to fused
+    assert answers(s, "fused_and_dense", t_fused=0.03, t_dense=0.6).tolist() == [True, False, True]
+    assert answers(s, "dense", t_fused=0.03, t_dense=0.6).tolist() == [True, True, True]
+    assert answers(s, "dense", t_fused=0.033, t_dense=0.6).tolist() == [True, True, False]
+
+
+def test_folds_are_stratified_and_partition_the_cases():
+    y = np.array([True] * 13 + [False] * 7)
+    parts = folds(y, k=5)
+    assert sorted(np.concatenate(parts).tolist()) == list(range(20))
+    assert all(y[p].any() and (~y[p]).any() for p in parts)
+
+
+@pytest.fixture(scope="module")
+def traces(demo_store_fake):
+    """Search traces for 40 golden cases: the first 20 with the fake reranker, the rest without one."""
+    golden = load_golden(GOLDEN)
+    cases = golden.cases[:40]
+    cfg = PipelineConfig()
+    with_rerank = Pipeline(demo_store_fake, fake_models(), cfg, log_runs=False)
+    without = Pipeline(demo_store_fake, fake_models(reranker=False), cfg, log_runs=False)
+    out = [(with_rerank if i < 20 else without).search(c.question, history=[m.__dict__ for m in c.history])
+           for i, c in enumerate(cases)]
+    return cases, out
+
+
+def test_vectorised_decisions_agree_with_gate_replay_on_a_grid(traces):
+    cases, ts = traces
+    s = extract([c.id for c in cases], [c.answerable for c in cases], ts)
+    assert np.isfinite(s.rerank[:20]).all() and np.isnan(s.rerank[20:]).all()
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        cfg = GateConfig(confidence_threshold_rerank=float(rng.choice(s.rerank[:20])),
+                         confidence_threshold_fused=float(rng.choice(s.fused)),
+                         confidence_threshold_dense=float(rng.choice(s.dense)))  # thresholds ON observed scores
+        for rule in ("auto", "fused", "dense", "fused_and_dense"):
+            fast = answers(s, rule, t_rerank=cfg.confidence_threshold_rerank,
+                           t_fused=cfg.confidence_threshold_fused, t_dense=cfg.confidence_threshold_dense)
+            assert fast.tolist() == replay_decisions(s, rule, cfg).tolist(), rule
+    # the stored gate decision is the default config's replay
+    assert answers(s, "auto").tolist() == [t.gate.decision == "answer" for t in ts]
+
+
+def test_sweep_report_per_signal_grids_and_replay_check(traces):
+    cases, ts = traces
+    s = extract([c.id for c in cases], [c.answerable for c in cases], ts)
+    report = sweep(s, GateConfig(), max_far=0.2, grid_size=6)
+    assert set(report["rules"]) == {"rerank", "fused", "dense", "fused_and_dense"}
+    assert report["replay_check"]["mismatches"] == 0 and report["replay_check"]["decisions_checked"] > 0
+    for name in ("rerank", "fused", "dense"):
+        rule = report["rules"][name]
+        assert 0.0 <= rule["roc_auc"] <= 1.0
+        best, curve = rule["best"], rule["curve"]
+        feasible = [a for a, f in zip(curve["answer_rate_answerable"], curve["false_answer_rate_unanswerable"],
+                                      strict=True) if f <= 0.2]
+        if best is None:  # rerank: the unreranked half answers on the fused scale whatever t_rerank is
+            assert name == "rerank" and not feasible
+        else:
+            assert best["false_answer_rate_unanswerable"] <= 0.2
+            assert best["answer_rate_answerable"] == max(feasible)
+    assert report["rules"]["dense"]["best"] is not None
+    grid = report["grids"]["fused_and_dense"]
+    assert np.array(grid["answer_rate_answerable"]).shape == (len(grid["ys"]), len(grid["xs"]))
+    assert 0.015 in grid["xs"] and 0.45 in grid["ys"]     # the configured thresholds are on the grid
+    cv = cross_validate(s, "dense", GateConfig(), 0.2)
+    assert 0.0 <= cv["answer_rate_answerable"] <= 1.0
+
+
+def test_figures_are_plain_plotly_figures():
+    s = scores([0.9, 0.8, 0.4, 0.3], [True, True, False, False], fused=[0.03, 0.02, 0.03, 0.01])
+    report = sweep(s, GateConfig(), max_far=0.5, grid_size=3)
+    curves = {n: report["rules"][n]["curve"] for n in ("fused", "dense")}
+    trade = figures.tradeoff_figure(curves, [{"label": "current", **report["current_gate"]}], 0.05)
+    assert isinstance(trade, go.Figure) and [t.name for t in trade.data] == ["fused", "dense", "current"]
+    dist = figures.score_distributions_figure({"fused": s.fused, "dense": s.dense, "rerank": s.rerank},
+                                              s.answerable, {"dense": {"current": 0.45, "recommended": 0.6}})
+    assert len(dist.data) == 4                            # two signals with scores × (answerable, unanswerable)
+    heat = figures.heatmap_figure(report["grids"]["fused_and_dense"], max_far=0.0)
+    assert isinstance(heat.data[0], go.Heatmap) and len(heat.data) == 2   # crossed-out cells drawn on top
+
+
+class _Borrowed(contextlib.AbstractContextManager):
+    def __init__(self, store):
+        self.store = store
+
+    def __enter__(self):
+        return self.store
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _tune(monkeypatch, store, golden, out, **kw):
+    monkeypatch.setattr(tune, "default_models", lambda: fake_models(reranker=False))
+    args = argparse.Namespace(**{"golden": str(golden), "out": str(out), "max_false_answer_rate": 0.05,
+                                 "traces": None, "grid": 8, "threads": 0, "json": False,
+                                 "store": str(store.home), **kw})
+    return tune.run_tune(args, PipelineConfig(), lambda a, c: _Borrowed(store))
+
+
+@pytest.fixture(scope="module")
+def small_golden(tmp_path_factory):
+    lines = GOLDEN.read_text(encoding="utf-8").splitlines()
+    path = tmp_path_factory.mktemp("golden") / "small.jsonl"
+    path.write_text("\n".join(lines[:30]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_tune_writes_report_and_plots_and_reuses_its_traces(demo_store_fake, small_golden, tmp_path,
+                                                            monkeypatch, capsys):
+    out = tmp_path / "tune"
+    assert _tune(monkeypatch, demo_store_fake, small_golden, out) == 0
+    first = capsys.readouterr().out
+    assert first.startswith("# Gate threshold sweep") and "searched 30 cases" in first
+    for name in ("report.md", "report.json", "tradeoff.html", "distributions.html", "heatmap.html",
+                 "traces.jsonl", "traces.meta.json"):
+        assert (out / name).is_file(), name
+    report = json.loads((out / "report.json").read_text())
+    assert report["cases"] == 30 and report["recommendation"]
+    assert "fused" in report["rules"] and "dense" in report["rules"]
+
+    assert _tune(monkeypatch, demo_store_fake, small_golden, out) == 0
+    assert "reused" in capsys.readouterr().out
+    assert json.loads((out / "report.json").read_text())["rules"]["dense"]["best"] == report["rules"]["dense"]["best"]
+
+
+def test_tune_replays_an_evaluations_traces_without_a_store(demo_store_fake, small_golden, tmp_path, monkeypatch,
+                                                            capsys):
+    monkeypatch.setattr(evaluate, "default_models", lambda: fake_models(reranker=False))
+    ev = evaluate.evaluate(load_golden(small_golden), demo_store_fake, fake_models(reranker=False),
+                           PipelineConfig(), nli=False)
+    evaluate.write_outputs(tmp_path / "eval", ev)
+
+    def no_store(args, cfg):
+        raise AssertionError("the store must not be opened when --traces is given")
+
+    monkeypatch.setattr(tune, "default_models", lambda: fake_models(reranker=False))
+    args = argparse.Namespace(golden=str(small_golden), out=str(tmp_path / "t"), max_false_answer_rate=0.05,
+                              traces=str(tmp_path / "eval" / "traces.jsonl"), grid=5, threads=0, json=True,
+                              store=None)
+    assert tune.run_tune(args, PipelineConfig(), no_store) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["source"].startswith("replayed") and report["cases"] == 30
+    # the sweep's current point is exactly what the evaluation measured
+    assert report["current_gate"]["answer_rate_answerable"] == ev.summary["answer_rate_answerable"]
+    assert report["current_gate"]["false_answer_rate_unanswerable"] == ev.summary["false_answer_rate_unanswerable"]
+
+
+def test_tune_never_rewrites_the_config_file(demo_store_fake, small_golden, tmp_path, monkeypatch, capsys):
+    config = tmp_path / "config.json"
+    config.write_text(PipelineConfig().to_json(), encoding="utf-8")
+    before = config.read_bytes()
+    assert _tune(monkeypatch, demo_store_fake, small_golden, tmp_path / "t", config=str(config)) == 0
+    assert config.read_bytes() == before
+    assert "never changes the config" in capsys.readouterr().out
+
+
+def test_rates_are_nan_when_a_class_is_missing():
+    ar, far = rates(np.array([True, False]), np.array([True, True]))
+    assert ar == 0.5 and np.isnan(far)
+    assert replace(GateConfig(), signal="dense").signal == "dense"

@@ -1,0 +1,337 @@
+"""Golden-set evaluation (``workbench eval GOLDEN``): every case through the real pipeline, every trace kept.
+
+Method:
+
+1. The golden file is loaded and validated line by line (:mod:`workbench.golden`); bad lines are reported
+   and skipped, the rest run.
+2. Each case is asked with its history (multi-turn follow-ups go through the rewrite stage) by a
+   :class:`~pipeline.engine.Pipeline` built for evaluation: the answer cache is off (``cache.enabled=False``:
+   a cached answer would hide the stages being measured) and nothing is written to the user's
+   ``runs.sqlite`` (``log_runs=False``). The embedder is wrapped in a per-run memo
+   (:class:`MemoEmbedder`): the validator encodes the passages of every cited chunk, and the same chunks
+   are cited by many cases, so each distinct text is encoded once per run. Vectors are the same ones the
+   model returns (one text's embedding does not depend on its batch), so verdicts do not change; the
+   validate stage's latency is therefore that of a warm memo and is labelled so in the summary.
+3. One row per case (:func:`build_row`) and a summary (:mod:`workbench.summary`): answer rate on answerable,
+   false-answer rate on unanswerable, abstention precision/recall, recall@10 (hit: ANY expected document
+   in the documents of the top-10 ranked chunks; and the fraction-of-expected variant), MRR@10, citation
+   support, fabricated markers, LLM calls made and saved, latency per stage, NLI support when an NLI
+   model resolves (:mod:`workbench.nli`), and a per-tag breakdown.
+4. Outputs: ``--json`` prints ``{"summary", "rows"}`` (DESIGN.md); ``--out DIR`` writes ``traces.jsonl``
+   (one ``{"id", "trace"}`` per case: what ``workbench tune`` replays), ``summary.json``, ``eval.json`` and
+   ``rows.csv``; ``--csv FILE`` writes the rows too; ``--check FLOORS`` applies the deploy gate
+   (:mod:`workbench.floors`).
+
+Abstention is the gate's decision or an answer that is exactly ``ABSTENTION_MESSAGE``.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.config import PipelineConfig
+from pipeline.engine import Pipeline, QuestionError
+from pipeline.models import Models, default_models
+from pipeline.prompts import ABSTENTION_MESSAGE
+from pipeline.store import Store, StoreError
+from pipeline.trace import Trace
+from workbench import floors as floors_mod
+from workbench.golden import GoldenCase, GoldenSet, load_golden, subset
+from workbench.metrics import document_ranking, hit_at_k, recall_at_k, reciprocal_rank
+from workbench.nli import nli_support
+from workbench.summary import render_summary, summarise
+
+TOP_K = 10
+
+
+class MemoEmbedder:
+    """Wraps an embedder so each distinct text is encoded once per evaluation run."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.calls = 0
+        self.texts = 0
+        self.encoded = 0
+        self._memo: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        with self._lock:
+            self.calls += 1
+            self.texts += len(texts)
+            missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
+            if missing:
+                vectors = self.inner.encode(missing, batch_size=batch_size) if batch_size else \
+                    self.inner.encode(missing)
+                self._memo.update(zip(missing, np.asarray(vectors, dtype=np.float32), strict=True))
+                self.encoded += len(missing)
+            if not texts:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            return np.vstack([self._memo[t] for t in texts])
+
+
+class EvalModels:
+    """The caller's models with the embedder memoised; everything else is delegated unchanged."""
+
+    def __init__(self, inner: Models, cfg: PipelineConfig) -> None:
+        self.inner = inner
+        self.memo = MemoEmbedder(inner.embedder(cfg.embedding))
+
+    def embedder(self, cfg):
+        return self.memo
+
+    def reranker(self, cfg):
+        return self.inner.reranker(cfg)
+
+    def llm(self, *args, **kwargs):
+        return self.inner.llm(*args, **kwargs)
+
+    def nli(self, name: str):
+        return self.inner.nli(name)
+
+
+def eval_config(cfg: PipelineConfig) -> PipelineConfig:
+    """The configuration as given, with the answer cache off."""
+    return cfg.with_overrides({"cache.enabled": False})
+
+
+# -- rows (pure) --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class EvalRow:
+    id: str
+    answerable: bool
+    abstained: bool
+    gate_score: float
+    gate_scale: str
+    retrieved_doc_ids: tuple[str, ...]
+    supported: bool | None          # every claim of the answer supported; None when nothing was validated
+    llm_calls: int
+    abstained_by: str = ""          # "gate" | "generator" | ""
+    gate_threshold: float = 0.0
+    best_fused_score: float | None = None
+    best_dense_cosine: float | None = None
+    top_rerank_score: float | None = None
+    expected_doc_ids: tuple[str, ...] = ()
+    hit_at_10: bool | None = None
+    recall_at_10: float | None = None
+    reciprocal_rank: float | None = None
+    claims: int = 0
+    supported_claims: int = 0
+    unsupported_claims: int = 0
+    uncited_claims: int = 0
+    fabricated_markers: int = 0
+    llm_calls_saved: int = 0
+    generator: str = ""
+    latency_ms: float = 0.0
+    tags: tuple[str, ...] = ()
+    question: str = ""
+
+    def to_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+
+def abstained_by(trace: Trace) -> str:
+    if trace.gate.decision == "abstain":
+        return "gate"
+    if trace.answer.strip() == ABSTENTION_MESSAGE:
+        return "generator"
+    return ""
+
+
+def build_row(case: GoldenCase, trace: Trace) -> EvalRow:
+    docs = tuple(document_ranking(c.doc_id for c in trace.ranked_candidates()[:TOP_K]))
+    val = trace.validation
+    validated = val.status == "ran" and bool(val.claims)
+    fused = trace.retrieval.candidates[0].fused_score if trace.retrieval.candidates else None
+    expected = case.expected_doc_ids
+    return EvalRow(
+        id=case.id, answerable=case.answerable, abstained=bool(abstained_by(trace)),
+        gate_score=round(trace.gate.score, 6), gate_scale=trace.gate.scale, retrieved_doc_ids=docs,
+        supported=(val.supported == len(val.claims) and not val.fabricated_markers) if validated else None,
+        llm_calls=trace.llm_calls, abstained_by=abstained_by(trace), gate_threshold=trace.gate.threshold,
+        best_fused_score=fused, best_dense_cosine=trace.gate.best_dense_cosine,
+        top_rerank_score=trace.gate.top_rerank_score, expected_doc_ids=expected,
+        hit_at_10=hit_at_k(docs, expected, TOP_K) if expected else None,
+        recall_at_10=recall_at_k(docs, expected, TOP_K) if expected else None,
+        reciprocal_rank=reciprocal_rank(docs, expected, TOP_K) if expected else None,
+        claims=len(val.claims) if val.status == "ran" else 0, supported_claims=val.supported,
+        unsupported_claims=val.unsupported, uncited_claims=val.uncited,
+        fabricated_markers=len(val.fabricated_markers), llm_calls_saved=trace.llm_calls_saved,
+        generator=trace.generation.backend, latency_ms=trace.timings_ms.get("total", 0.0), tags=case.tags,
+        question=case.question)
+
+
+# -- the run ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Evaluation:
+    cases: tuple[GoldenCase, ...]
+    traces: tuple[Trace, ...]
+    rows: tuple[EvalRow, ...]
+    summary: dict
+    problems: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"summary": self.summary, "rows": [r.to_dict() for r in self.rows]}
+
+
+def run_cases(cases: Sequence[GoldenCase], pipeline: Pipeline, generate: bool = True,
+              progress: bool = False) -> tuple[list[tuple[GoldenCase, Trace]], list[str]]:
+    """Ask (or, ``generate=False``, only search) every case; a question the pipeline rejects is a problem."""
+    done, problems = [], []
+    items = cases
+    if progress:
+        from tqdm import tqdm
+
+        items = tqdm(cases, desc="eval" if generate else "search", unit="case", file=sys.stderr,
+                     dynamic_ncols=True)
+    for case in items:
+        history = [{"role": m.role, "content": m.content} for m in case.history]
+        try:
+            trace = (pipeline.ask(case.question, history) if generate
+                     else pipeline.search(case.question, history=history))
+        except QuestionError as exc:
+            problems.append(f"case {case.id} (line {case.line}): {exc}")
+            continue
+        done.append((case, trace))
+    return done, problems
+
+
+def evaluate(golden: GoldenSet, store: Store, models: Models, cfg: PipelineConfig, *, nli: bool = True,
+             progress: bool = False) -> Evaluation:
+    """Run the golden set through the pipeline and measure it (the module docstring says how)."""
+    cfg = eval_config(cfg)
+    eval_models = EvalModels(models, cfg)
+    pipeline = Pipeline(store, eval_models, cfg, log_runs=False)
+    started = time.perf_counter()
+    done, problems = run_cases(golden.cases, pipeline, progress=progress)
+    run_s = time.perf_counter() - started
+    traces = tuple(t for _, t in done)
+    rows = tuple(build_row(c, t) for c, t in done)
+    nli_block = nli_support(traces, models, cfg.validate.nli_model, progress) if nli else \
+        {"status": "off", "model": cfg.validate.nli_model, "reason": "--no-nli", "support_rate": None,
+         "agreement": None}
+    summary = summarise(rows, traces, tags=golden.tags, nli=nli_block)
+    summary["run"] = {"golden": golden.path, "cases": len(rows), "seconds": round(run_s, 1),
+                      "seconds_per_case": round(run_s / max(len(rows), 1), 3),
+                      "config_hash": cfg.config_hash(), "corpus_version": store.corpus_version,
+                      "embedder": eval_models.memo.name, "texts_encoded": eval_models.memo.encoded,
+                      "texts_requested": eval_models.memo.texts,
+                      "golden_problems": list(golden.problems) + problems}
+    return Evaluation(cases=tuple(c for c, _ in done), traces=traces, rows=rows, summary=summary,
+                      problems=tuple(golden.problems) + tuple(problems))
+
+
+# -- outputs ------------------------------------------------------------------------------------------------
+
+CSV_LIST_SEPARATOR = " "
+
+
+def write_csv(path: Path, rows: Sequence[EvalRow]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    names = [f.name for f in dataclasses.fields(EvalRow)]
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=names)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: CSV_LIST_SEPARATOR.join(v) if isinstance(v, tuple) else ("" if v is None else v)
+                             for k, v in dataclasses.asdict(row).items()})
+
+
+def write_traces(path: Path, cases: Sequence[GoldenCase], traces: Sequence[Trace]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for case, trace in zip(cases, traces, strict=True):
+            fh.write(json.dumps({"id": case.id, "trace": trace.to_dict()}, ensure_ascii=False) + "\n")
+
+
+def read_traces(path: Path) -> dict[str, Trace]:
+    """``traces.jsonl`` as written by :func:`write_traces` → {case id: Trace}."""
+    out = {}
+    with Path(path).open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                record = json.loads(line)
+                out[record["id"]] = Trace.from_dict(record["trace"])
+    return out
+
+
+def write_outputs(out: Path, evaluation: Evaluation) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    write_traces(out / "traces.jsonl", evaluation.cases, evaluation.traces)
+    (out / "summary.json").write_text(json.dumps(evaluation.summary, indent=2) + "\n", encoding="utf-8")
+    (out / "eval.json").write_text(json.dumps(evaluation.to_dict(), indent=2) + "\n", encoding="utf-8")
+    write_csv(out / "rows.csv", evaluation.rows)
+
+
+# -- CLI ----------------------------------------------------------------------------------------------------
+
+def require_corpus(store: Store, args) -> None:
+    """The CLI's "ingest first" message, raised as a StoreError (printed as one line, exit 2)."""
+    if store.is_empty():
+        raise StoreError(f"the store {store.home} is empty; ingest documents first: workbench ingest golden/corpus"
+                         + (f" --store {args.store}" if getattr(args, "store", None) else ""))
+
+
+def _missing_expected(golden: GoldenSet, store: Store) -> list[str]:
+    known = {d.doc_id for d in store.documents()}
+    return sorted({d for c in golden.cases for d in c.expected_doc_ids if d not in known})
+
+
+def set_threads(threads: int | None) -> None:
+    """One torch thread by default: the evaluation runs one small forward at a time, and on shared cores two
+    intra-op threads wait on each other (measured 5x slower on the 2-core development machine)."""
+    if threads and threads > 0:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def main(args, cfg: PipelineConfig, open_store) -> int:
+    """``workbench eval``: 0 passed, 1 the deploy gate failed, 2 bad input (bad golden lines included)."""
+    set_threads(getattr(args, "threads", 1))
+    golden = subset(load_golden(args.golden), args.limit)
+    gate = floors_mod.load_floors(args.check, golden.tags) if args.check else None
+    for problem in golden.problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    with open_store(args, cfg) as store:
+        require_corpus(store, args)
+        missing = _missing_expected(golden, store)
+        if missing:
+            print(f"note: {len(missing)} expected documents are not in the store {store.home}: "
+                  f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}", file=sys.stderr)
+        evaluation = evaluate(golden, store, default_models(), cfg, nli=not getattr(args, "no_nli", False),
+                              progress=sys.stderr.isatty())
+    for problem in evaluation.problems[len(golden.problems):]:
+        print(f"problem: {problem}", file=sys.stderr)
+    if args.out:
+        write_outputs(Path(args.out), evaluation)
+    if args.csv:
+        write_csv(Path(args.csv), evaluation.rows)
+    if args.json:
+        print(json.dumps(evaluation.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(render_summary(evaluation.summary))
+    run = evaluation.summary["run"]
+    print(f"evaluated {run['cases']} cases in {run['seconds']:.1f} s"
+          + (f"; traces, summary and rows in {args.out}" if args.out else ""), file=sys.stderr)
+    status = 0
+    if gate is not None:
+        failures = floors_mod.check(evaluation.summary, gate)
+        for line in floors_mod.report_lines(failures, gate, args.check):
+            print(line, file=sys.stderr)
+        status = 1 if failures else 0
+    return 2 if evaluation.problems else status

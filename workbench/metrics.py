@@ -1,0 +1,80 @@
+"""Pure metric functions shared by the evaluation, the sweep and the benchmarks.
+
+- **Retrieval** over a document ranking (distinct documents in the order of their best chunk):
+  hit@k ("any expected document in the top k" — the golden set lists every document that states an answer,
+  so a fraction of all of them is capped below 1 for facts repeated across the corpus; both are given),
+  recall@k as that fraction, and the reciprocal rank of the first expected document.
+- **Rates** return ``None`` when the denominator is empty, never a made-up 0 or 1.
+- **ROC-AUC** by the rank-sum (Mann–Whitney U) identity, ties counted one half: the probability that a
+  random positive scores above a random negative (Hanley & McNeil, Radiology 1982).
+- **Percentiles** by linear interpolation (numpy's default), for latency p50/p95.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+
+def document_ranking(chunk_doc_ids: Iterable[str]) -> list[str]:
+    """Chunk ranking → document ranking: a document ranks at its best chunk."""
+    return list(dict.fromkeys(chunk_doc_ids))
+
+
+def hit_at_k(ranked_docs: Sequence[str], expected: Iterable[str], k: int = 10) -> bool:
+    wanted = set(expected)
+    return any(d in wanted for d in ranked_docs[:k])
+
+
+def recall_at_k(ranked_docs: Sequence[str], expected: Iterable[str], k: int = 10) -> float | None:
+    wanted = set(expected)
+    if not wanted:
+        return None
+    return len(wanted & set(ranked_docs[:k])) / len(wanted)
+
+
+def reciprocal_rank(ranked_docs: Sequence[str], expected: Iterable[str], k: int | None = None) -> float:
+    wanted = set(expected)
+    for rank, doc_id in enumerate(ranked_docs[:k] if k else ranked_docs, 1):
+        if doc_id in wanted:
+            return 1.0 / rank
+    return 0.0
+
+
+def rate(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def mean(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else None
+
+
+def roc_auc(scores: Sequence[float], positive: Sequence[bool]) -> float | None:
+    """Area under the ROC curve of ``scores`` separating ``positive`` from the rest; None if one class is empty.
+
+    Missing scores must be mapped by the caller (e.g. to -inf: "no evidence at all" ranks lowest).
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(positive, dtype=bool)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        return None
+    order = np.argsort(s, kind="mergesort")
+    ranks = np.empty(len(s), dtype=np.float64)
+    sorted_scores = s[order]
+    # average ranks over ties (1-based)
+    _, first, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
+    for start, count in zip(first, counts, strict=True):
+        ranks[order[start:start + count]] = start + (count + 1) / 2.0
+    u = ranks[y].sum() - n_pos * (n_pos + 1) / 2.0
+    return float(u / (n_pos * n_neg))
+
+
+def round_or_none(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(float(value), digits)

@@ -1,0 +1,163 @@
+"""The evaluation summary: pure functions from per-case rows and traces to the numbers ``workbench eval``
+reports (keys in DESIGN.md, "eval --json"; more keys may be added, none renamed).
+
+Definitions (every rate is ``None`` when its denominator is empty):
+
+- ``answer_rate_answerable``: answered / answerable cases; ``false_answer_rate_unanswerable``: answered /
+  unanswerable cases. "Answered" means not abstained (gate decision, or the exact abstention sentence).
+- ``abstention_precision``: abstentions on unanswerable / all abstentions; ``abstention_recall``:
+  abstentions on unanswerable / unanswerable cases (= 1 - false-answer rate).
+- ``recall_at_10``: answerable cases with ANY expected document among the documents of the top-10 ranked
+  chunks (hit rate); ``recall_at_10_fraction``: mean share of the expected documents found there;
+  ``mrr``: mean reciprocal rank of the first expected document in that top-10 document list (0 if absent).
+  Retrieval is scored on every answerable case, whatever the gate decided.
+- ``citation_support_rate``: supported claims / all claims of the validated answers (an uncited claim is not
+  supported); ``citation_support_rate_cited``: supported / claims that cite an offered source.
+- ``fabricated_marker_rate``: validated answers with at least one marker to a source never offered.
+- ``llm_calls_made`` / ``llm_calls_saved``: summed over the run (saved = one generation call per gate
+  abstention).
+- ``latency_ms``: p50 / p95 per stage over the cases where the stage ran (``total`` for the whole ask).
+- ``per_tag``: the gate and retrieval rates restricted to the cases carrying each tag.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from pipeline.trace import Trace
+from workbench.metrics import mean, percentile, rate, round_or_none
+
+STAGES = ("rewrite", "retrieve", "rerank", "gate", "generate", "validate", "trust", "total")
+TAG_METRICS = ("cases", "answerable", "unanswerable", "answer_rate_answerable", "false_answer_rate_unanswerable",
+               "recall_at_10", "mrr")
+SUMMARY_METRICS = (
+    "cases", "answerable", "unanswerable", "answer_rate_answerable", "false_answer_rate_unanswerable",
+    "abstention_precision", "abstention_recall", "recall_at_10", "recall_at_10_fraction", "mrr",
+    "citation_support_rate", "citation_support_rate_cited", "fabricated_marker_rate", "answers_fully_supported",
+    "answers_validated",
+    "claims", "llm_calls_made", "llm_calls_saved")
+NESTED_METRICS = ("nli.support_rate", "nli.agreement", "nli.embedding_only", "nli.nli_only")
+
+
+def gate_rates(rows: Sequence) -> dict:
+    answerable = [r for r in rows if r.answerable]
+    unanswerable = [r for r in rows if not r.answerable]
+    abstained = [r for r in rows if r.abstained]
+    correct_abstentions = sum(not r.answerable for r in abstained)
+    return {
+        "cases": len(rows), "answerable": len(answerable), "unanswerable": len(unanswerable),
+        "answer_rate_answerable": rate(sum(not r.abstained for r in answerable), len(answerable)),
+        "false_answer_rate_unanswerable": rate(sum(not r.abstained for r in unanswerable), len(unanswerable)),
+        "abstention_precision": rate(correct_abstentions, len(abstained)),
+        "abstention_recall": rate(correct_abstentions, len(unanswerable)),
+    }
+
+
+def retrieval_rates(rows: Sequence) -> dict:
+    labelled = [r for r in rows if r.answerable and r.expected_doc_ids]
+    return {"recall_at_10": rate(sum(bool(r.hit_at_10) for r in labelled), len(labelled)),
+            "recall_at_10_fraction": mean(r.recall_at_10 for r in labelled),
+            "mrr": mean(r.reciprocal_rank for r in labelled)}
+
+
+def citation_rates(rows: Sequence) -> dict:
+    validated = [r for r in rows if r.supported is not None]
+    claims = sum(r.claims for r in validated)
+    supported = sum(r.supported_claims for r in validated)
+    cited = sum(r.supported_claims + r.unsupported_claims for r in validated)
+    return {"citation_support_rate": rate(supported, claims), "citation_support_rate_cited": rate(supported, cited),
+            "fabricated_marker_rate": rate(sum(r.fabricated_markers > 0 for r in validated), len(validated)),
+            "answers_validated": len(validated), "claims": claims,
+            "answers_fully_supported": rate(sum(bool(r.supported) for r in validated), len(validated))}
+
+
+def latency(traces: Sequence[Trace]) -> dict:
+    out = {}
+    for stage in STAGES:
+        values = [t.timings_ms[stage] for t in traces if stage in t.timings_ms]
+        if values:
+            out[stage] = {"p50": round_or_none(percentile(values, 50), 1),
+                          "p95": round_or_none(percentile(values, 95), 1), "n": len(values)}
+    return out
+
+
+def per_tag(rows: Sequence, tags: Sequence[str]) -> dict:
+    out = {}
+    for tag in tags:
+        tagged = [r for r in rows if tag in r.tags]
+        if tagged:
+            g, ret = gate_rates(tagged), retrieval_rates(tagged)
+            out[tag] = {k: _rounded({**g, **ret}[k]) for k in TAG_METRICS}
+    return out
+
+
+def stack(rows: Sequence, traces: Sequence[Trace]) -> dict:
+    """What ran: the gate scales used, the generator, and why the reranker did not run (if it did not)."""
+    reasons = Counter(t.rerank.reason for t in traces if t.rerank.status != "ran" and t.rerank.reason)
+    return {"gate_scales": dict(Counter(r.gate_scale for r in rows)),
+            "gate_thresholds": dict(Counter(f"{r.gate_scale}:{r.gate_threshold:g}" for r in rows)),
+            "generators": dict(Counter(r.generator or "none" for r in rows)),
+            "rerank_ran": sum(t.rerank.status == "ran" for t in traces),
+            "rerank_unavailable_reason": reasons.most_common(1)[0][0] if reasons else "",
+            "rewrites": dict(Counter(t.rewrite.status for t in traces))}
+
+
+def _rounded(value):
+    return round_or_none(value) if isinstance(value, float) else value
+
+
+def summarise(rows: Sequence, traces: Sequence[Trace], tags: Sequence[str] = (), nli: dict | None = None) -> dict:
+    numbers = {**gate_rates(rows), **retrieval_rates(rows), **citation_rates(rows),
+               "llm_calls_made": sum(r.llm_calls for r in rows),
+               "llm_calls_saved": sum(r.llm_calls_saved for r in rows)}
+    summary = {k: _rounded(v) for k, v in numbers.items()}
+    summary["nli"] = nli or {"status": "off", "support_rate": None, "agreement": None}
+    summary["latency_ms"] = latency(traces)
+    summary["latency_note"] = ("validate is measured with the evaluation's embedding memo (each distinct "
+                               "passage encoded once per run), so it is lower than a cold ask's")
+    summary["per_tag"] = per_tag(rows, tags)
+    summary["stack"] = stack(rows, traces)
+    return summary
+
+
+def lookup(summary: dict, key: str):
+    """A metric by dotted path (``nli.agreement``, ``per_tag.off-topic.false_answer_rate_unanswerable``)."""
+    value = summary
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise KeyError(key)
+        value = value[part]
+    return value
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def render_summary(summary: dict) -> str:
+    """A plain-text table for the terminal."""
+    lines = [f"{k:<34} {_fmt(summary.get(k))}" for k in SUMMARY_METRICS]
+    nli = summary.get("nli", {})
+    if nli.get("status") == "ran":
+        lines.append(f"{'nli support / agreement':<34} {_fmt(nli.get('support_rate'))} / {_fmt(nli.get('agreement'))}"
+                     f"  ({nli.get('model')}, {nli.get('claims')} claims)")
+    else:
+        lines.append(f"{'nli support':<34} {nli.get('status', 'off')}: {nli.get('reason', '')}")
+    lat = summary.get("latency_ms", {})
+    lines.append("latency ms (p50/p95): " + ", ".join(f"{s} {v['p50']:.0f}/{v['p95']:.0f}" for s, v in lat.items()))
+    tags = summary.get("per_tag", {})
+    if tags:
+        lines.append(f"\n{'tag':<22} {'cases':>5} {'answer@ans':>10} {'false@unans':>11} {'recall@10':>9} {'mrr':>6}")
+        for tag, m in tags.items():
+            lines.append(f"{tag:<22} {m['cases']:>5} {_fmt(m['answer_rate_answerable']):>10} "
+                         f"{_fmt(m['false_answer_rate_unanswerable']):>11} {_fmt(m['recall_at_10']):>9} "
+                         f"{_fmt(m['mrr']):>6}")
+    st = summary.get("stack", {})
+    if st:
+        lines.append(f"\ngate: {st.get('gate_thresholds')}; generator: {st.get('generators')}"
+                     + (f"; rerank unavailable: {st['rerank_unavailable_reason']}"
+                        if st.get("rerank_unavailable_reason") else ""))
+    return "\n".join(lines)

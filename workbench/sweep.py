@@ -1,0 +1,291 @@
+"""Threshold tuning (``workbench tune GOLDEN``): replay the confidence gate over stored traces, no re-retrieval.
+
+Method:
+
+1. **Traces** come from an evaluation (``traces.jsonl``) or one ``Pipeline.search`` per case
+   (:mod:`workbench.tune`); either way retrieval ran once and is never repeated here.
+2. **Scores**, once per trace, with :func:`pipeline.gate.gate_inputs` (the gate's own extraction): the top
+   rerank score (NaN when the reranker did not run), the top fused RRF score, the best dense cosine.
+3. **Vectorised replay** (:func:`answers`): the gate's rule per signal as numpy comparisons broadcast over
+   thresholds × cases — ``auto``: rerank >= t_rerank where a rerank score exists, else fused >= t_fused;
+   ``fused``; ``dense`` (falls back to fused where the dense leg returned nothing, as the gate does) — plus
+   one rule the gate does not implement, ``fused_and_dense`` (answer only when both pass), to measure
+   whether combining the two offline signals would help. :func:`replay_agrees` checks the vectorised
+   decisions against :func:`pipeline.gate.decide` on sampled threshold points; the report records it.
+4. **Per signal**: ROC-AUC of answerable vs unanswerable (a missing score ranks lowest), the exact trade-off
+   curve (every midpoint between two distinct observed scores is a candidate threshold, so a chosen
+   threshold never sits on a case's score), the current threshold's rates, and the **best point**: the most
+   answerable cases answered with a false-answer rate on unanswerable <= the bound (ties: the lower
+   false-answer rate). The combined rule is searched exactly over both candidate sets.
+5. **Cross-validation**: a threshold chosen and scored on the same 300 cases flatters itself, so each best
+   point is also chosen on 4/5 of the cases (stratified folds, seed 0) and scored on the held-out 1/5.
+6. **Grids** for the heatmaps: ``--grid`` quantiles per axis plus the configured value — ``auto`` over
+   (fused, rerank) thresholds and ``fused_and_dense`` over (fused, dense).
+
+It reports; it never rewrites the config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from pipeline.config import GateConfig
+from pipeline.gate import GateInputs, decide, gate_inputs
+from pipeline.trace import Trace
+from workbench.metrics import roc_auc
+
+SIGNALS = ("rerank", "fused", "dense")
+FIELDS = {"t_rerank": "confidence_threshold_rerank", "t_fused": "confidence_threshold_fused",
+          "t_dense": "confidence_threshold_dense"}
+RULE_KEYS = {"rerank": ("t_rerank",), "fused": ("t_fused",), "dense": ("t_dense",),
+             "fused_and_dense": ("t_fused", "t_dense")}
+FAR_BOUNDS = (0.05, 0.10, 0.20)
+
+
+@dataclass(frozen=True)
+class Scores:
+    """The numbers the gate reads, one entry per case (NaN where a scale has no score)."""
+    ids: tuple[str, ...]
+    answerable: np.ndarray          # bool
+    rerank: np.ndarray
+    fused: np.ndarray
+    dense: np.ndarray
+    inputs: tuple[GateInputs, ...]  # kept for the exactness check
+
+    def signal(self, name: str) -> np.ndarray:
+        return getattr(self, name)
+
+    def available(self) -> tuple[str, ...]:
+        return tuple(s for s in SIGNALS if np.isfinite(self.signal(s)).any())
+
+    def take(self, idx: np.ndarray) -> Scores:
+        return Scores(ids=tuple(self.ids[i] for i in idx), answerable=self.answerable[idx], rerank=self.rerank[idx],
+                      fused=self.fused[idx], dense=self.dense[idx],
+                      inputs=tuple(self.inputs[i] for i in idx) if self.inputs else ())
+
+
+def extract(ids: Sequence[str], answerable: Sequence[bool], traces: Sequence[Trace]) -> Scores:
+    inputs = tuple(gate_inputs(t.retrieval, t.rerank) for t in traces)
+
+    def column(attr: str) -> np.ndarray:
+        return np.array([getattr(i, attr)[1] if getattr(i, attr) else np.nan for i in inputs], dtype=np.float64)
+
+    return Scores(ids=tuple(ids), answerable=np.asarray(answerable, dtype=bool), rerank=column("best_rerank"),
+                  fused=column("best_fused"), dense=column("best_dense"), inputs=inputs)
+
+
+# -- the vectorised gate --------------------------------------------------------------------------------------
+
+def _passes(scores: np.ndarray, threshold) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(scores) & (scores >= threshold)
+
+
+def answers(s: Scores, rule: str, *, t_rerank=0.45, t_fused=0.015, t_dense=0.45) -> np.ndarray:
+    """Boolean "answer" per case, broadcast over array-valued thresholds (cases on the last axis)."""
+    fused = _passes(s.fused, t_fused)
+    if rule in ("auto", "rerank"):
+        return np.where(np.isfinite(s.rerank), _passes(s.rerank, t_rerank), fused)
+    if rule == "fused":
+        return fused
+    dense = np.where(np.isfinite(s.dense), _passes(s.dense, t_dense), fused)
+    if rule == "dense":
+        return dense
+    if rule == "fused_and_dense":
+        return fused & dense
+    raise ValueError(f"unknown rule {rule!r}")
+
+
+def rates(answered: np.ndarray, answerable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(answer rate on answerable, false-answer rate on unanswerable) over the last axis."""
+    nan = np.full(answered.shape[:-1], np.nan)
+    ar = answered[..., answerable].mean(axis=-1) if answerable.any() else nan
+    far = answered[..., ~answerable].mean(axis=-1) if (~answerable).any() else nan
+    return ar, far
+
+
+def thresholds_of(cfg: GateConfig) -> dict[str, float]:
+    return {key: getattr(cfg, name) for key, name in FIELDS.items()}
+
+
+def replay_decisions(s: Scores, rule: str, cfg: GateConfig) -> np.ndarray:
+    """The same decisions through :func:`pipeline.gate.decide` (slow, exact): the reference."""
+    if rule == "fused_and_dense":
+        return replay_decisions(s, "fused", cfg) & replay_decisions(s, "dense", cfg)
+    gcfg = replace(cfg, signal=rule)
+    return np.array([decide(i, gcfg).decision == "answer" for i in s.inputs], dtype=bool)
+
+
+def replay_agrees(s: Scores, cfg: GateConfig, axes: dict[str, np.ndarray], samples: int = 20,
+                  seed: int = 0) -> dict:
+    """Vectorised rule vs the gate's own decision at random threshold points of every rule."""
+    if len(s.inputs) != len(s.ids):
+        return {"decisions_checked": 0, "mismatches": 0, "note": "scores without gate inputs: not checked"}
+    rng = np.random.default_rng(seed)
+    checked = mismatched = 0
+    for rule in ("auto", "fused", "dense", "fused_and_dense"):
+        for _ in range(samples):
+            gcfg = replace(cfg, **{FIELDS[k]: float(rng.choice(axes[k])) for k in FIELDS})
+            fast = answers(s, rule, **thresholds_of(gcfg))
+            slow = replay_decisions(s, rule, gcfg)
+            checked += len(slow)
+            mismatched += int((fast != slow).sum())
+    return {"decisions_checked": checked, "mismatches": mismatched}
+
+
+# -- exact search -----------------------------------------------------------------------------------------------
+
+def candidate_thresholds(scores: np.ndarray) -> np.ndarray:
+    """Every distinct outcome: midpoints between consecutive distinct scores, plus one below and one above."""
+    finite = np.unique(scores[np.isfinite(scores)])
+    if not len(finite):
+        return np.array([0.0])
+    span = max(float(finite[-1] - finite[0]), 1e-6)
+    return np.concatenate([[finite[0] - span * 0.01], (finite[:-1] + finite[1:]) / 2.0, [finite[-1] + span * 0.01]])
+
+
+def _rule_of(signal: str) -> str:
+    return "auto" if signal == "rerank" else signal
+
+
+def _signal_of(key: str) -> str:
+    return key[2:]
+
+
+def evaluate_grid(s: Scores, rule: str, axes: dict[str, np.ndarray], cfg: GateConfig):
+    """Rates over the outer product of the given threshold axes (other thresholds as configured)."""
+    keys = list(axes)
+    shaped = {}
+    for d, key in enumerate(keys):
+        shape = [1] * (len(keys) + 1)
+        shape[d] = len(axes[key])
+        shaped[key] = np.asarray(axes[key]).reshape(shape)
+    fixed = {k: v for k, v in thresholds_of(cfg).items() if k not in axes}
+    return rates(answers(s, rule, **shaped, **fixed), s.answerable)
+
+
+def best_setting(s: Scores, rule: str, cfg: GateConfig, max_far: float) -> dict | None:
+    """The thresholds answering the most answerable cases with far <= max_far (exact over candidates)."""
+    keys = RULE_KEYS[rule]
+    axes = {k: candidate_thresholds(s.signal(_signal_of(k))) for k in keys}
+    ar, far = evaluate_grid(s, _rule_of(rule) if rule in SIGNALS else rule, axes, cfg)
+    feasible = np.argwhere(far <= max_far + 1e-12)
+    if not len(feasible):
+        return None
+    best = min(map(tuple, feasible), key=lambda ix: (-ar[ix], far[ix]))
+    return {**{k: float(axes[k][i]) for k, i in zip(keys, best, strict=True)},
+            "answer_rate_answerable": float(ar[best]), "false_answer_rate_unanswerable": float(far[best])}
+
+
+def folds(answerable: np.ndarray, k: int = 5, seed: int = 0) -> list[np.ndarray]:
+    """Stratified k folds of case indices (answerable and unanswerable shuffled separately)."""
+    rng = np.random.default_rng(seed)
+    parts: list[list[int]] = [[] for _ in range(k)]
+    for cls in (True, False):
+        idx = np.flatnonzero(answerable == cls)
+        rng.shuffle(idx)
+        for j, i in enumerate(idx):
+            parts[j % k].append(int(i))
+    return [np.array(sorted(p), dtype=int) for p in parts if p]
+
+
+def cross_validate(s: Scores, rule: str, cfg: GateConfig, max_far: float, k: int = 5) -> dict:
+    """Choose on k-1 folds, apply to the held-out fold; rates pooled over the held-out predictions."""
+    answered = np.zeros(len(s.ids), dtype=bool)
+    for held in folds(s.answerable, k):
+        best = best_setting(s.take(np.setdiff1d(np.arange(len(s.ids)), held)), rule, cfg, max_far)
+        chosen = {key: best[key] if best else np.inf for key in RULE_KEYS[rule]}
+        fixed = {key: v for key, v in thresholds_of(cfg).items() if key not in chosen}
+        answered[held] = answers(s.take(held), _rule_of(rule) if rule in SIGNALS else rule, **chosen, **fixed)
+    ar, far = rates(answered, s.answerable)
+    return {"folds": k, "answer_rate_answerable": float(ar), "false_answer_rate_unanswerable": float(far)}
+
+
+def curve(s: Scores, signal: str, cfg: GateConfig) -> dict:
+    thresholds = candidate_thresholds(s.signal(signal))
+    ar, far = evaluate_grid(s, _rule_of(signal), {f"t_{signal}": thresholds}, cfg)
+    return {"threshold": thresholds.tolist(), "answer_rate_answerable": ar.tolist(),
+            "false_answer_rate_unanswerable": far.tolist()}
+
+
+def current_rates(s: Scores, rule: str, cfg: GateConfig) -> dict:
+    ar, far = rates(answers(s, _rule_of(rule) if rule in SIGNALS else rule, **thresholds_of(cfg)), s.answerable)
+    return {**{k: thresholds_of(cfg)[k] for k in RULE_KEYS[rule]}, "answer_rate_answerable": float(ar),
+            "false_answer_rate_unanswerable": float(far)}
+
+
+def configured_rule(cfg: GateConfig) -> str:
+    """The sweep rule that reproduces ``gate.signal`` (auto and rerank both fall back to fused)."""
+    return "rerank" if cfg.signal in ("auto", "rerank") else cfg.signal
+
+
+def rule_report(s: Scores, rule: str, cfg: GateConfig, max_far: float) -> dict:
+    out = {"rule": rule, "current": current_rates(s, rule, cfg), "best": best_setting(s, rule, cfg, max_far),
+           "cross_validated": cross_validate(s, rule, cfg, max_far),
+           "at_bounds": {f"{b:g}": best_setting(s, rule, cfg, b) for b in sorted({*FAR_BOUNDS, max_far})}}
+    if rule in SIGNALS:
+        values = s.signal(rule)
+        out["cases_with_score"] = int(np.isfinite(values).sum())
+        out["roc_auc"] = roc_auc(np.where(np.isfinite(values), values, -np.inf), s.answerable)
+        out["curve"] = curve(s, rule, cfg)
+    return out
+
+
+# -- heatmap grids ----------------------------------------------------------------------------------------------
+
+def axis(scores: np.ndarray, n: int, current: float) -> np.ndarray:
+    finite = scores[np.isfinite(scores)]
+    points = np.quantile(finite, np.linspace(0.0, 1.0, n)) if len(finite) else np.array([])
+    return np.unique(np.round(np.concatenate([points, [current]]), 6))
+
+
+def grid(s: Scores, rule: str, x_key: str, y_key: str, axes: dict[str, np.ndarray], cfg: GateConfig) -> dict:
+    """Answer / false-answer rates at every (x, y) pair, as lists of rows (y) of columns (x)."""
+    ar, far = evaluate_grid(s, rule, {y_key: axes[y_key], x_key: axes[x_key]}, cfg)
+    return {"rule": rule, "x": x_key, "y": y_key, "xs": axes[x_key].tolist(), "ys": axes[y_key].tolist(),
+            "answer_rate_answerable": ar.tolist(), "false_answer_rate_unanswerable": far.tolist()}
+
+
+def sweep(s: Scores, cfg: GateConfig, max_far: float = 0.05, grid_size: int = 20) -> dict:
+    """Everything the tune report shows, as plain data."""
+    available = s.available()
+    rules = [*available, *(("fused_and_dense",) if {"fused", "dense"} <= set(available) else ())]
+    axes = {k: axis(s.signal(_signal_of(k)), grid_size, getattr(cfg, FIELDS[k])) for k in FIELDS}
+    return {"cases": len(s.ids), "answerable": int(s.answerable.sum()), "unanswerable": int((~s.answerable).sum()),
+            "max_false_answer_rate": max_far,
+            "current_gate": {"signal": cfg.signal, **thresholds_of(cfg), **current_rates(s, configured_rule(cfg), cfg)},
+            "rules": {rule: rule_report(s, rule, cfg, max_far) for rule in rules},
+            "grids": {"auto": grid(s, "auto", "t_fused", "t_rerank", axes, cfg),
+                      "fused_and_dense": grid(s, "fused_and_dense", "t_fused", "t_dense", axes, cfg)},
+            "replay_check": replay_agrees(s, cfg, axes)}
+
+
+def recommend(report: dict) -> dict:
+    """The single-signal setting the config can express today that answers the most answerable within the
+    bound, and the combined rule's best point when it does better (that one needs a gate change)."""
+    rules = report["rules"]
+    single = [(name, r["best"]) for name, r in rules.items() if name in SIGNALS and r["best"]]
+    if not single:
+        return {"signal": None, "why": "no signal reaches the false-answer bound at any threshold"}
+    name, best = max(single, key=lambda nb: (nb[1]["answer_rate_answerable"],
+                                             -nb[1]["false_answer_rate_unanswerable"]))
+    key = f"t_{name}"
+    out = {"signal": name, "threshold": best[key], "answer_rate_answerable": best["answer_rate_answerable"],
+           "false_answer_rate_unanswerable": best["false_answer_rate_unanswerable"],
+           "cross_validated": rules[name]["cross_validated"],
+           "settings": [f"gate.signal={name}", f"gate.{FIELDS[key]}={best[key]:.4f}"]}
+    combined = rules.get("fused_and_dense", {}).get("best")
+    if combined and combined["answer_rate_answerable"] > best["answer_rate_answerable"]:
+        out["combined"] = {**combined, "cross_validated": rules["fused_and_dense"]["cross_validated"],
+                           "note": "fused AND dense is not a gate.signal option: it needs a gate change"}
+    return out
+
+
+def main(args, cfg, open_store) -> int:
+    """``workbench tune``: see :mod:`workbench.tune` (traces, report files)."""
+    from workbench.tune import run_tune
+
+    return run_tune(args, cfg, open_store)

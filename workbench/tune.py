@@ -1,0 +1,234 @@
+"""``workbench tune GOLDEN`` / ``make tune``: get traces once, sweep the gate thresholds, write the report.
+
+Traces: ``--traces FILE`` (an evaluation's ``traces.jsonl``) is replayed as given. Otherwise
+``OUT/traces.jsonl`` is reused when ``OUT/traces.meta.json`` says it was made from the same store, corpus
+version, retrieval settings and golden cases; else every case runs once through ``Pipeline.search``
+(rewrite, retrieve, rerank, gate: the gate decides before generation, so nothing else is needed) and the
+traces are saved there for the next run. The sweep itself (:mod:`workbench.sweep`) never retrieves.
+
+Writes under ``--out``: ``report.md``, ``report.json``, ``tradeoff.html``, ``distributions.html`` and
+``heatmap.html`` (plotly; ``plotly.min.js`` is written once beside them so they open offline). It prints
+the markdown report (``--json``: the JSON report) and never rewrites the config.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.config import ConfigError, PipelineConfig
+from pipeline.engine import Pipeline
+from pipeline.models import default_models
+from pipeline.trace import Trace
+from workbench import figures
+from workbench.evaluate import (
+    EvalModels,
+    eval_config,
+    read_traces,
+    require_corpus,
+    run_cases,
+    set_threads,
+    write_traces,
+)
+from workbench.golden import GoldenSet, load_golden
+from workbench.sweep import FIELDS, RULE_KEYS, SIGNALS, answers, configured_rule, extract, rates, recommend, sweep
+
+RETRIEVAL_SECTIONS = ("embedding", "keyword", "retrieve", "rerank", "rewrite")
+UNANSWERABLE_TAGS = ("off-topic", "hard-unanswerable", "retracted")
+
+
+class TuneError(ConfigError):
+    """A tune argument or traces file the user must fix (printed as one line)."""
+
+
+def retrieval_fingerprint(cfg: PipelineConfig) -> str:
+    data = {k: v for k, v in cfg.to_dict().items() if k in RETRIEVAL_SECTIONS}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def traces_meta(store, cfg: PipelineConfig, golden: GoldenSet) -> dict:
+    ids = ",".join(f"{c.id}:{c.question}" for c in golden.cases)
+    return {"store": str(Path(store.home).resolve()), "corpus_version": store.corpus_version,
+            "retrieval": retrieval_fingerprint(cfg), "golden": hashlib.sha256(ids.encode()).hexdigest()[:12]}
+
+
+def _stored(out: Path, meta: dict) -> dict[str, Trace] | None:
+    try:
+        if json.loads((out / "traces.meta.json").read_text(encoding="utf-8")) == meta:
+            return read_traces(out / "traces.jsonl")
+    except (OSError, ValueError, KeyError):
+        return None
+    return None
+
+
+def collect_traces(args, cfg: PipelineConfig, golden: GoldenSet, open_store) -> tuple[dict[str, Trace], str]:
+    """{case id: trace} and where they came from."""
+    if args.traces:
+        try:
+            return read_traces(Path(args.traces)), f"replayed {args.traces}"
+        except FileNotFoundError:
+            raise TuneError(f"traces file {args.traces} not found (write one with: workbench eval GOLDEN --out DIR)") \
+                from None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise TuneError(f"traces file {args.traces} is not a workbench traces.jsonl: {exc}") from None
+    out = Path(args.out)
+    with open_store(args, cfg) as store:
+        require_corpus(store, args)
+        meta = traces_meta(store, cfg, golden)
+        stored = _stored(out, meta)
+        if stored is not None:
+            return stored, f"reused {out / 'traces.jsonl'} (same store, corpus version and retrieval settings)"
+        cfg = eval_config(cfg)
+        pipeline = Pipeline(store, EvalModels(default_models(), cfg), cfg, log_runs=False)
+        started = time.perf_counter()
+        done, problems = run_cases(golden.cases, pipeline, generate=False, progress=sys.stderr.isatty())
+    for problem in problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    write_traces(out / "traces.jsonl", [c for c, _ in done], [t for _, t in done])
+    (out / "traces.meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    return {c.id: t for c, t in done}, f"searched {len(done)} cases in {time.perf_counter() - started:.1f} s"
+
+
+def by_tag(scores, tags: list[tuple[str, ...]], rule: str, thresholds: dict, cfg) -> dict:
+    """Answer / false-answer rates per tag at one setting (which questions does it still get wrong?)."""
+    fixed = {k: getattr(cfg, f) for k, f in FIELDS.items() if k not in thresholds}
+    answered = answers(scores, "auto" if rule == "rerank" else rule, **thresholds, **fixed)
+    out = {}
+    for tag in sorted({t for ts in tags for t in ts}):
+        mask = np.array([tag in ts for ts in tags])
+        if mask.any():
+            ar, far = rates(answered[mask], scores.answerable[mask])
+            out[tag] = {"cases": int(mask.sum()), "answer_rate_answerable": None if np.isnan(ar) else float(ar),
+                        "false_answer_rate_unanswerable": None if np.isnan(far) else float(far)}
+    return out
+
+
+def _pct(value) -> str:
+    return "—" if value is None else f"{100 * value:.1f} %"
+
+
+def _setting(point: dict | None, keys) -> str:
+    if not point:
+        return "none reaches the bound"
+    return ", ".join(f"{k[2:]} ≥ {point[k]:.4f}" for k in keys)
+
+
+def render_markdown(report: dict) -> str:
+    r, rec = report, report["recommendation"]
+    bound = r["max_false_answer_rate"]
+    lines = ["# Gate threshold sweep", "",
+             f"{r['cases']} golden cases ({r['answerable']} answerable, {r['unanswerable']} unanswerable); "
+             f"traces: {r['source']}. False-answer bound: {bound:.0%}. Sweep time: {r['sweep_ms']:.0f} ms. "
+             f"Vectorised decisions vs `gate.replay`: {r['replay_check']['mismatches']} mismatches in "
+             f"{r['replay_check']['decisions_checked']:,} checked.", "",
+             f"Current gate: `signal={r['current_gate']['signal']}` → answers "
+             f"{_pct(r['current_gate']['answer_rate_answerable'])} of answerable, "
+             f"{_pct(r['current_gate']['false_answer_rate_unanswerable'])} of unanswerable.", "",
+             "| rule | ROC-AUC | current setting → answered / false | best at ≤ bound | answered / false | "
+             "5-fold CV answered / false | best at ≤ 10 % | best at ≤ 20 % |", "|---|---:|---|---|---|---|---|---|"]
+    for name, x in r["rules"].items():
+        keys = RULE_KEYS[name]
+        auc = "—" if x.get("roc_auc") is None else f"{x['roc_auc']:.3f}"
+        cur, best, cv = x["current"], x["best"], x["cross_validated"]
+
+        def at(b, x=x, keys=keys):
+            p = x["at_bounds"].get(f"{b:g}")
+            return f"{_setting(p, keys)} → {_pct(p['answer_rate_answerable'])}" if p else "none"
+
+        lines.append(f"| {name} | {auc} | {_setting(cur, keys)} → {_pct(cur['answer_rate_answerable'])} / "
+                     f"{_pct(cur['false_answer_rate_unanswerable'])} | {_setting(best, keys)} | "
+                     f"{_pct(best and best['answer_rate_answerable'])} / "
+                     f"{_pct(best and best['false_answer_rate_unanswerable'])} | "
+                     f"{_pct(cv['answer_rate_answerable'])} / {_pct(cv['false_answer_rate_unanswerable'])} | "
+                     f"{at(0.10)} | {at(0.20)} |")
+    lines += ["", "## Recommendation", ""]
+    if rec.get("signal"):
+        lines.append(f"Set `{' '.join(rec['settings'])}`: answers {_pct(rec['answer_rate_answerable'])} of answerable "
+                     f"with {_pct(rec['false_answer_rate_unanswerable'])} false answers on this set "
+                     f"(cross-validated {_pct(rec['cross_validated']['answer_rate_answerable'])} / "
+                     f"{_pct(rec['cross_validated']['false_answer_rate_unanswerable'])}).")
+        if rec.get("combined"):
+            c = rec["combined"]
+            lines.append(f"\nCombined `fused ≥ {c['t_fused']:.4f} AND dense ≥ {c['t_dense']:.4f}` answers "
+                         f"{_pct(c['answer_rate_answerable'])} with {_pct(c['false_answer_rate_unanswerable'])} false "
+                         f"answers (cross-validated {_pct(c['cross_validated']['answer_rate_answerable'])} / "
+                         f"{_pct(c['cross_validated']['false_answer_rate_unanswerable'])}); {c['note']}.")
+    else:
+        lines.append(rec.get("why", ""))
+    lines += ["", "False-answer rate by kind of unanswerable question:", "",
+              "| setting | " + " | ".join(UNANSWERABLE_TAGS) + " |", "|---|" + "---:|" * len(UNANSWERABLE_TAGS)]
+    for label, tags in r["by_tag"].items():
+        lines.append(f"| {label} | " + " | ".join(_pct(tags.get(t, {}).get("false_answer_rate_unanswerable"))
+                                                   for t in UNANSWERABLE_TAGS) + " |")
+    lines += ["", "This report never changes the config; apply a setting with `--set` or a config file.", ""]
+    return "\n".join(lines)
+
+
+def write_figures(out: Path, report: dict, scores) -> None:
+    rules = report["rules"]
+    points = [{"label": "current", **report["current_gate"]}]
+    rec = report["recommendation"]
+    if rec.get("signal"):
+        points.append({"label": f"recommended ({rec['signal']})", **rec})
+    if rec.get("combined"):
+        points.append({"label": "fused AND dense", **rec["combined"]})
+    curves = {n: x["curve"] for n, x in rules.items() if "curve" in x}
+    thresholds = {n: {"current": rules[n]["current"][f"t_{n}"],
+                      "recommended": (rules[n]["best"] or {}).get(f"t_{n}")} for n in curves}
+    html = {"tradeoff.html": figures.tradeoff_figure(curves, points, report["max_false_answer_rate"]),
+            "distributions.html": figures.score_distributions_figure(
+                {n: scores.signal(n).tolist() for n in SIGNALS}, scores.answerable.tolist(), thresholds,
+                {n: x.get("roc_auc") for n, x in rules.items()}),
+            "heatmap.html": figures.heatmap_figure(report["grids"]["fused_and_dense"], report["max_false_answer_rate"])}
+    for name, fig in html.items():
+        fig.write_html(out / name, include_plotlyjs="directory")
+    if rules.get("rerank"):
+        figures.heatmap_figure(report["grids"]["auto"], report["max_false_answer_rate"]).write_html(
+            out / "heatmap_auto.html", include_plotlyjs="directory")
+
+
+def run_tune(args, cfg: PipelineConfig, open_store) -> int:
+    set_threads(getattr(args, "threads", 1))
+    if not 0.0 <= args.max_false_answer_rate <= 1.0:
+        raise TuneError(f"--max-false-answer-rate must be between 0 and 1, got {args.max_false_answer_rate}")
+    if args.grid < 2:
+        raise TuneError(f"--grid must be at least 2, got {args.grid}")
+    golden = load_golden(args.golden)
+    for problem in golden.problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    traces, source = collect_traces(args, cfg, golden, open_store)
+    cases = [c for c in golden.cases if c.id in traces]
+    if not cases:
+        raise TuneError(f"none of the {len(golden.cases)} golden cases has a trace ({source})")
+    if len(cases) < len(golden.cases):
+        print(f"note: {len(golden.cases) - len(cases)} golden cases have no trace and are left out", file=sys.stderr)
+    scores = extract([c.id for c in cases], [c.answerable for c in cases], [traces[c.id] for c in cases])
+    started = time.perf_counter()
+    report = sweep(scores, cfg.gate, args.max_false_answer_rate, args.grid)
+    report["sweep_ms"] = (time.perf_counter() - started) * 1000
+    report["source"] = source
+    report["recommendation"] = recommend(report)
+    tags = [c.tags for c in cases]
+    rec = report["recommendation"]
+    report["by_tag"] = {f"current ({cfg.gate.signal})": by_tag(scores, tags, configured_rule(cfg.gate), {}, cfg.gate)}
+    if rec.get("signal"):
+        report["by_tag"][f"recommended {rec['signal']}"] = by_tag(
+            scores, tags, rec["signal"], {f"t_{rec['signal']}": rec["threshold"]}, cfg.gate)
+    if rec.get("combined"):
+        c = rec["combined"]
+        report["by_tag"]["fused AND dense"] = by_tag(scores, tags, "fused_and_dense",
+                                                     {"t_fused": c["t_fused"], "t_dense": c["t_dense"]}, cfg.gate)
+    markdown = render_markdown(report)
+    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (out / "report.md").write_text(markdown, encoding="utf-8")
+    write_figures(out, report, scores)
+    print(json.dumps(report, indent=2) if args.json else markdown)
+    print(f"wrote report.md, report.json and plots to {out}", file=sys.stderr)
+    return 2 if golden.problems else 0
