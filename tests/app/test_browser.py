@@ -130,6 +130,11 @@ def _ask(page: Page, question: str) -> None:
     expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=WAIT_MS)
 
 
+def _shot(page: Page, name: str) -> None:
+    page.wait_for_timeout(1500)  # data grids and charts draw after the element appears
+    page.screenshot(path=str(OUT / name), full_page=True)
+
+
 def test_answer_markers_are_coloured_by_verdict(app_url, page):
     _open(page, app_url)
     _ask(page, "What's the default lifetime of an API token?")
@@ -139,8 +144,13 @@ def test_answer_markers_are_coloured_by_verdict(app_url, page):
     assert page.locator(".wb-answer .wb-marker.wb-unsupported, .wb-answer .wb-marker.wb-fabricated").count() == 0
     expect(page.locator(".wb-source.wb-uncited").first).to_have_css("opacity", "0.45")
     expect(page.get_by_text("generator: extractive", exact=False).first).to_be_visible()
-    expect(page.get_by_role("tab", name="Retrieval")).to_be_visible()
-    page.screenshot(path=str(OUT / "ask-answer-supported-markers.png"), full_page=True)
+    _shot(page, "ask-answer-supported-markers.png")
+    page.get_by_role("tab", name="Retrieval").click()
+    expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=WAIT_MS)
+    _shot(page, "ask-trace-retrieval-table-and-contributions.png")
+    page.get_by_role("tab", name="Gate").click()
+    expect(page.locator(".wb-gate")).to_be_visible()
+    _shot(page, "ask-trace-gate-gauge.png")
 
 
 def test_out_of_scope_question_abstains(app_url, page):
@@ -151,7 +161,23 @@ def test_out_of_scope_question_abstains(app_url, page):
     expect(abstention).to_contain_text("I don't know: the available sources do not answer this question.")
     expect(page.get_by_text("What you just saw: Nothing in the corpus is close", exact=False)).to_be_visible()
     expect(page.get_by_text("did not behave as described", exact=False)).to_have_count(0)
-    page.screenshot(path=str(OUT / "tour-out-of-scope-abstains.png"), full_page=True)
+    _shot(page, "tour-out-of-scope-abstains.png")
+
+
+def test_the_whole_tour_behaves_as_described(app_url, browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 9000})
+    page = context.new_page()
+    try:
+        _open(page, f"{app_url}/tour")
+        page.get_by_role("button", name="Run all seven").click()
+        expect(page.get_by_text("What you just saw:", exact=False)).to_have_count(7, timeout=WAIT_MS)
+        expect(page.get_by_text("did not behave as described", exact=False)).to_have_count(0)
+        expect(page.locator(".wb-superseded").first).to_be_visible()
+        expect(page.get_by_text("fallback from litellm", exact=False)).to_be_visible()
+        assert page.locator(".wb-abstention").count() == 2
+        _shot(page, "tour-all-seven-scenarios.png")
+    finally:
+        context.close()
 
 
 def test_injected_script_and_onerror_never_run(app_url, page):
@@ -173,4 +199,4 @@ def test_injected_script_and_onerror_never_run(app_url, page):
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.locator(".wb-answer script, .wb-answer img").count() == 0
     assert page.dialogs == []
-    page.screenshot(path=str(OUT / "injected-script-shown-as-text.png"), full_page=True)
+    _shot(page, "injected-script-shown-as-text.png")

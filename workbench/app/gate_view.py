@@ -98,5 +98,34 @@ def render_whatif(cfg: PipelineConfig, key: str = WHATIF) -> None:
 
 
 def render_golden_tradeoff(cfg: PipelineConfig, pipe, key: str) -> None:
+    """Answer rate vs false-answer rate over the golden set, every threshold of each signal, with the
+    sidebar's and the what-if sliders' operating points marked (replayed on stored traces, as above)."""
+    from workbench.app import resources
+    from workbench.app.eval_view import DEFAULT_GOLDEN, operating_point, progress_bar, run_golden, tradeoff, tune_report
+    from workbench.golden import GoldenError, load_golden
+
     st.subheader("Over the golden set")
-    st.info("The answer-rate vs false-answer trade-off over golden/golden.jsonl arrives with workbench.sweep.")
+    if st.button("Retrieve and score every golden case (no generation)", key=f"{key}.run"):
+        try:
+            golden = load_golden(DEFAULT_GOLDEN)
+        except GoldenError as exc:
+            st.error(md(str(exc)))
+        else:
+            result = run_golden(golden, pipe.store, resources.models(), cfg, generate=False,
+                                on_progress=progress_bar("scoring"))
+            st.session_state[f"{key}.result"] = result
+    result = st.session_state.get(f"{key}.result") or st.session_state.get("eval.result")
+    if result is None:
+        st.info("Score the golden set once (or run it on Evaluate & tune); every threshold is then a replay.")
+        return
+    st.caption(md(f"{len(result.rows)} golden cases · config {result.config_hash} · corpus version "
+                  f"{result.corpus_version}" + ("" if f"{key}.result" in st.session_state
+                                                 else " · from the Evaluate & tune run")))
+    points = [operating_point(result, cfg.gate, f"sidebar ({cfg.gate.signal})")]
+    trace = st.session_state.get(TRACE)
+    if trace is not None and f"{WHATIF}.signal" in st.session_state:
+        what_if = whatif_config((trace.config or cfg).gate)
+        points.append(operating_point(result, what_if, f"what-if ({what_if.signal})"))
+    report = tune_report(result, cfg.gate, max_far=0.05)
+    st.plotly_chart(tradeoff(result, report, points), key=f"{key}.tradeoff", width="stretch")
+    st.dataframe(pd.DataFrame(points), hide_index=True, key=f"{key}.points")

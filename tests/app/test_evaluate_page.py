@@ -1,0 +1,52 @@
+"""Evaluate & tune: the golden set runs with a progress bar, then metrics, figures and the failure gallery;
+the Gate lab's golden trade-off marks the sidebar's and the what-if operating points."""
+
+from __future__ import annotations
+
+from conftest import errors_of, open_app
+
+from workbench.app.eval_view import GALLERY
+
+
+def _run(at, limit: int):
+    at.number_input(key="eval.limit").set_value(limit)
+    at.button(key="eval.run").click().run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_golden_run_shows_metrics_figures_and_a_gallery_that_opens_traces(app_env):
+    at = _run(open_app("evaluate"), 40)
+    metrics = {m.label: m.value for m in at.metric}
+    assert set(metrics) >= {"answered (answerable)", "false answers (unanswerable)", "recall@10", "MRR@10",
+                            "claims supported", "LLM calls saved"}
+    assert metrics["answered (answerable)"].endswith("%")
+    assert any("40 cases of golden.jsonl" in c.value.replace("\\", "") for c in at.caption)
+    charts = [c for c in at.get("plotly_chart") if c.key and c.key.startswith("eval.tune.")]
+    assert {c.key for c in charts} >= {"eval.tune.tradeoff", "eval.tune.distributions", "eval.tune.heatmap.auto"}
+    gallery = [t.label for t in at.tabs if any(t.label.startswith(name + " (") for name, _ in GALLERY)]
+    assert len(gallery) == len(GALLERY)
+    opened = [s for s in at.selectbox if s.key and s.key.startswith("eval.gallery.")]
+    assert opened, "the fake models get some golden cases wrong, so the gallery has something to open"
+    assert sum(t.label == "Retrieval" for t in at.tabs) == len(opened), "each failure kind opens a full trace"
+
+
+def test_a_missing_golden_file_is_one_error_line(app_env):
+    at = open_app("evaluate")
+    at.text_input(key="eval.golden").set_value("/nonexistent/golden.jsonl")
+    at.button(key="eval.run").click().run()
+    assert len(at.error) == 1 and "not found" in errors_of(at)[0]
+
+
+def test_gate_lab_golden_tradeoff_marks_both_operating_points(app_env):
+    at = open_app("gate_lab")
+    at.text_input(key="gate.question").set_value("What does ERR_TIMEOUT_502 mean?")
+    at.button(key="gate.search").click().run()
+    at.slider(key="gate.whatif.rerank").set_value(0.9).run()
+    at.button(key="gate.golden.run").click().run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    points = next(df.value for df in at.dataframe if "label" in df.value.columns)
+    assert list(points["label"]) == ["sidebar (auto)", "what-if (auto)"]
+    assert points["answer_rate_answerable"][1] <= points["answer_rate_answerable"][0], \
+        "a stricter what-if threshold cannot answer more"
+    assert any(c.key == "gate.golden.tradeoff" for c in at.get("plotly_chart"))

@@ -1,0 +1,181 @@
+"""Evaluate & tune and the Gate lab's golden-set part: the golden set run with a progress bar, then the
+evaluation's summary, the threshold sweep's figures and a failure gallery (``workbench.evaluate``,
+``workbench.sweep``, ``workbench.figures`` do the work; this module only drives and renders them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from pipeline.config import GateConfig, PipelineConfig
+from pipeline.engine import Pipeline
+from pipeline.models import Models
+from pipeline.store import Store
+from pipeline.trace import Trace
+from workbench import figures, sweep
+from workbench.app.answer_view import render_answer
+from workbench.app.render import md
+from workbench.app.trace_view import render_trace
+from workbench.evaluate import EvalModels, EvalRow, build_row, eval_config, run_cases
+from workbench.golden import GoldenSet
+from workbench.summary import summarise
+
+DEFAULT_GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "golden.jsonl"
+HEADLINE = (("answer_rate_answerable", "answered (answerable)"),
+            ("false_answer_rate_unanswerable", "false answers (unanswerable)"),
+            ("recall_at_10", "recall@10"), ("mrr", "MRR@10"), ("citation_support_rate", "claims supported"),
+            ("llm_calls_saved", "LLM calls saved"))
+
+
+@dataclass(frozen=True)
+class GoldenRun:
+    """One run of a golden set: traces and rows in case order, the summary, and what could not run."""
+    golden: str
+    config_hash: str
+    corpus_version: int
+    generated: bool
+    traces: tuple[Trace, ...]
+    rows: tuple[EvalRow, ...]
+    summary: dict
+    problems: tuple[str, ...]
+
+    def scores(self) -> sweep.Scores:
+        return sweep.extract([r.id for r in self.rows], [r.answerable for r in self.rows], self.traces)
+
+
+def run_golden(golden: GoldenSet, store: Store, models: Models, cfg: PipelineConfig, *, generate: bool,
+               on_progress: Callable[[int, int, str], None]) -> GoldenRun:
+    """Every case through the evaluation's pipeline (cache off, nothing logged), one at a time so the
+    page can show progress; ``generate=False`` only retrieves and gates (enough for the gate's trade-off)."""
+    cfg = eval_config(cfg)
+    pipe = Pipeline(store, EvalModels(models, cfg), cfg, log_runs=False)
+    done, problems = [], list(golden.problems)
+    for i, case in enumerate(golden.cases):
+        on_progress(i, len(golden.cases), case.id)
+        ran, failed = run_cases([case], pipe, generate=generate)
+        done += ran
+        problems += failed
+    on_progress(len(golden.cases), len(golden.cases), "")
+    traces = tuple(t for _, t in done)
+    rows = tuple(build_row(c, t) for c, t in done)
+    summary = summarise(rows, traces, tags=golden.tags) if generate else {}
+    return GoldenRun(golden.path, cfg.config_hash(), store.corpus_version, generate, traces, rows, summary,
+                     tuple(problems))
+
+
+def progress_bar(label: str) -> Callable[[int, int, str], None]:
+    bar = st.progress(0.0, text=label)
+
+    def update(done: int, total: int, case_id: str) -> None:
+        bar.progress(done / max(total, 1), text=f"{label}: {done}/{total}" + (f" ({case_id})" if case_id else ""))
+    return update
+
+
+# -- summary and figures ---------------------------------------------------------------------------------
+
+def _pct(value) -> str:
+    return "–" if value is None else (f"{value:.1%}" if isinstance(value, float) else str(value))
+
+
+def render_summary(result: GoldenRun, key: str) -> None:
+    s = result.summary
+    st.caption(md(f"{len(result.rows)} cases of {Path(result.golden).name} · config {result.config_hash} · "
+                  f"corpus version {result.corpus_version} · answer cache off, runs not logged"))
+    for column, (name, label) in zip(st.columns(len(HEADLINE)), HEADLINE, strict=True):
+        column.metric(label, _pct(s.get(name)))
+    for problem in result.problems:
+        st.warning(md(problem))
+    with st.expander("every summary number"):
+        st.dataframe(pd.DataFrame([{"metric": k, "value": _pct(v)} for k, v in s.items()
+                                   if not isinstance(v, dict)]), hide_index=True, key=f"{key}.all")
+        if s.get("per_tag"):
+            st.dataframe(pd.DataFrame(s["per_tag"]).T, key=f"{key}.tags")
+        if s.get("latency_ms"):
+            st.dataframe(pd.DataFrame(s["latency_ms"]).T, key=f"{key}.latency")
+            st.caption(md(s.get("latency_note", "")))
+        st.json({k: v for k, v in s.items() if isinstance(v, dict) and k not in ("per_tag", "latency_ms")},
+                expanded=False)
+
+
+def tune_report(result: GoldenRun, gate: GateConfig, max_far: float) -> dict:
+    return sweep.sweep(result.scores(), gate, max_far=max_far)
+
+
+def operating_point(result: GoldenRun, gate: GateConfig, label: str) -> dict:
+    rates = sweep.current_rates(result.scores(), sweep.configured_rule(gate), gate)
+    return {"label": label, **rates}
+
+
+def tradeoff(result: GoldenRun, report: dict, points: list[dict]) -> object:
+    curves = {name: r["curve"] for name, r in report["rules"].items() if "curve" in r}
+    return figures.tradeoff_figure(curves, points=points, max_far=report["max_false_answer_rate"])
+
+
+def render_tuning(result: GoldenRun, cfg: PipelineConfig, key: str) -> None:
+    max_far = st.select_slider("False-answer bound", options=[0.0, 0.02, 0.05, 0.1, 0.2, 0.3], value=0.05,
+                               key=f"{key}.max_far", format_func=lambda v: f"{v:.0%}")
+    report = tune_report(result, cfg.gate, max_far)
+    best = sweep.recommend(report)
+    points = [operating_point(result, cfg.gate, f"current ({cfg.gate.signal})")]
+    if best.get("signal"):
+        points.append({"label": f"recommended ({best['signal']})", **best})
+        cv = best["cross_validated"]
+        st.success(md(f"Recommended within {max_far:.0%} false answers: {' '.join(best['settings'])} — answers "
+                      f"{best['answer_rate_answerable']:.1%} of answerable, "
+                      f"{best['false_answer_rate_unanswerable']:.1%} false answers (5-fold cross-validated: "
+                      f"{cv['answer_rate_answerable']:.1%} / {cv['false_answer_rate_unanswerable']:.1%})."))
+        if best.get("combined"):
+            st.info(md(f"fused AND dense would answer {best['combined']['answer_rate_answerable']:.1%}: "
+                       f"{best['combined']['note']}."))
+    else:
+        st.warning(md(best.get("why", "no recommendation")))
+    st.plotly_chart(tradeoff(result, report, points), key=f"{key}.tradeoff", width="stretch")
+    scores = result.scores()
+    thresholds = {name: {"current": getattr(cfg.gate, sweep.FIELDS[f"t_{name}"])} for name in sweep.SIGNALS}
+    if best.get("signal"):
+        thresholds[best["signal"]]["recommended"] = best["threshold"]
+    aucs = {name: r.get("roc_auc") for name, r in report["rules"].items()}
+    st.plotly_chart(figures.score_distributions_figure({n: scores.signal(n) for n in sweep.SIGNALS},
+                                                       scores.answerable, thresholds, aucs),
+                    key=f"{key}.distributions", width="stretch")
+    for name, grid in report["grids"].items():
+        st.plotly_chart(figures.heatmap_figure(grid, max_far=max_far), key=f"{key}.heatmap.{name}", width="stretch")
+    st.caption(md(f"replay check: {report['replay_check']}"))
+
+
+# -- the failure gallery --------------------------------------------------------------------------------
+
+GALLERY = (("false answers", lambda r: not r.answerable and not r.abstained),
+           ("false abstentions", lambda r: r.answerable and r.abstained),
+           ("unsupported claims", lambda r: r.unsupported_claims > 0),
+           ("fabricated markers", lambda r: r.fabricated_markers > 0))
+
+
+def gallery_rows(result: GoldenRun) -> dict[str, list[int]]:
+    """Case indices per failure kind."""
+    return {name: [i for i, r in enumerate(result.rows) if test(r)] for name, test in GALLERY}
+
+
+def render_gallery(result: GoldenRun, key: str) -> None:
+    groups = gallery_rows(result)
+    tabs = st.tabs([f"{name} ({len(idx)})" for name, idx in groups.items()])
+    for tab, (name, idx) in zip(tabs, groups.items(), strict=True):
+        slug = name.replace(" ", "-")
+        with tab:
+            if not idx:
+                st.success(f"No {name} in this run.")
+                continue
+            st.dataframe(pd.DataFrame([{
+                "id": result.rows[i].id, "question": result.rows[i].question, "answerable": result.rows[i].answerable,
+                "abstained by": result.rows[i].abstained_by or "–", "gate": f"{result.rows[i].gate_scale} "
+                f"{result.rows[i].gate_score:.4f} vs {result.rows[i].gate_threshold:g}",
+                "unsupported": result.rows[i].unsupported_claims, "fabricated": result.rows[i].fabricated_markers,
+                "tags": ", ".join(result.rows[i].tags)} for i in idx]), hide_index=True, key=f"{key}.{slug}.table")
+            labels = {i: f"{result.rows[i].id}: {result.rows[i].question[:90]}" for i in idx}
+            chosen = st.selectbox("Open the trace of", idx, format_func=labels.get, key=f"{key}.{slug}.open")
+            render_answer(result.traces[chosen], key=f"{key}.{slug}.answer")
+            render_trace(result.traces[chosen], key=f"{key}.{slug}.trace")
