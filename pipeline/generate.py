@@ -39,6 +39,7 @@ from pipeline.prompts import (
     CONFIDENCE_LEVELS,
     PromptSource,
     contains_abstention,
+    copies_example,
     generation_messages,
     instruction_signals,
     is_abstention,
@@ -128,6 +129,14 @@ def parse_answer(raw: str) -> tuple[ParsedAnswer | None, str]:
     if not isinstance(limitations, list) or not all(isinstance(x, str) for x in limitations):
         return None, "limitations must be a list of strings"
     return ParsedAnswer(answer.strip(), ids, confidence, tuple(x.strip() for x in limitations if x.strip())), ""
+
+
+def check_reply(raw: str) -> tuple[ParsedAnswer | None, str]:
+    """:func:`parse_answer`, plus the content rules a well-formed reply can still break."""
+    parsed, error = parse_answer(raw)
+    if parsed is not None and copies_example(parsed.answer):
+        return None, "the answer repeats the worked example; answer the question from the numbered sources"
+    return parsed, error
 
 
 def markers_in(text: str) -> tuple[int, ...]:
@@ -253,7 +262,7 @@ def _with_llm(base: GenerationTrace, question: str, query: str, offered: Sequenc
             reason = f"provider {reply.error_kind or 'error'}: {reply.error}"[:300]
             return replace(_extractive(base, question, query, offered, cfg, "fallback", reason),
                            attempts=tuple(attempts), llm_calls=len(attempts))
-        parsed, parse_error = parse_answer(reply.text)
+        parsed, parse_error = check_reply(reply.text)
         attempts.append(_attempt(messages, reply, parse_error))
         if parsed is not None:
             return _answered(base, parsed, len(offered), tuple(attempts))

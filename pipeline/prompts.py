@@ -210,6 +210,18 @@ _EXAMPLE_ABSTAIN = {"answer": ABSTENTION_MESSAGE, "used_source_ids": [], "confid
                     "limitations": ["The sources do not mention IPv6."]}
 
 
+def copies_example(answer: str) -> bool:
+    """The answer repeats a worked example instead of answering (SmolLM2 does this after a repair turn).
+
+    The example is about a product that is not in the corpus, so a copy can never be a right answer; left
+    alone it would reach the user as a confident, cited, wrong answer that only the validator flags.
+    """
+    text = " ".join(answer.split()).casefold()
+    example = _EXAMPLE_ANSWER["answer"]
+    sentences = [s.strip(" .").casefold() for s in _MARKERS.sub("", example).split(". ") if s.strip()]
+    return any(len(s) > 30 and " ".join(s.split()) in _MARKERS.sub("", text) for s in sentences)
+
+
 def _question_block(question: str, query: str, nonce: str) -> str:
     if query.strip() and query.strip() != question.strip():
         return (f"Question (standalone, rewritten from the conversation): {neutralise(query, nonce)}\n"

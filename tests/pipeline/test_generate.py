@@ -234,6 +234,18 @@ def test_malformed_twice_falls_back_to_the_extractive_answer_with_the_reason(rep
     assert any("could not be used" in lim for lim in trace.limitations)
 
 
+def test_a_reply_that_copies_the_worked_example_is_repaired_then_dropped():
+    # Seen with SmolLM2: after the repair turn it returned the few-shot answer verbatim, well-formed.
+    _, llm = ask(GOOD)
+    example = next(m.content for m in llm.requests[0].messages if m.role == "assistant")
+    trace, llm = ask(example, example)
+    assert trace.status == "fallback" and "repeats the worked example" in trace.fallback_reason
+    assert "Tidewater" not in trace.answer and "256 KB" not in trace.answer
+    assert "repeats the worked example" in llm.requests[1].messages[-1].content
+    fixed, _ = ask(example, GOOD)
+    assert fixed.status == "answered" and fixed.answer == json.loads(GOOD)["answer"]
+
+
 def test_a_citation_to_a_source_never_offered_is_noted_not_kept():
     trace, _ = ask(json.dumps({"answer": "All limits are unlimited [9].", "used_source_ids": [9],
                                "confidence": "HIGH", "limitations": []}))

@@ -113,3 +113,8 @@ def test_no_ordinary_page_of_the_demo_corpus_reads_as_an_instruction():
     flagged = {f.name for f in corpus.rglob("*") if f.is_file() and f.suffix in (".md", ".txt", ".html", ".jsonl")
                and prompts.instruction_signals(f.read_text(encoding="utf-8", errors="replace"))}
     assert flagged == injected
+
+
+def test_copies_example_spots_the_worked_example_but_not_a_real_answer():
+    assert prompts.copies_example("The maximum message size is 1 MB in version 2.0 [2].")
+    assert not prompts.copies_example("The maximum event payload is 1 MB in 3.1 [1].")
