@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM := false
 export PYTHONDONTWRITEBYTECODE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install app ingest test test-fast gate lint bench bench-quality bench-squad tune clean
+.PHONY: help install app ingest test test-fast gate lint bench bench-rerank bench-quality bench-squad tune clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-15s %s\n", $$1, $$2}'
@@ -50,6 +50,9 @@ lint: install ## ruff
 
 bench: install ## per-stage latency benchmarks at 1k/10k/100k chunks -> BENCHMARKS.md
 	$(BIN)/python -m benchmarks.perf
+
+bench-rerank: install ## cross-encoder latency: candidates x max_tokens x fp32/int8 x early stop -> bench-output/
+	$(BIN)/python -m benchmarks.rerank_tradeoff
 
 bench-quality: install ## SciFact retrieval quality (nDCG@10, recall@100) -> BENCHMARKS.md
 	$(BIN)/python -m benchmarks.scifact

@@ -55,6 +55,12 @@ class IngestConfig:
     supersede_similarity: float = _tunable(
         0.80, "Cosine above which a newer chunk that states different numbers/identifiers supersedes an older one.",
         lo=0.0, hi=1.0)
+    batch_chunks: int = _tunable(
+        512, "Chunks (whole documents) embedded and written together: one encoder call, one index flush and one "
+             "catalogue transaction per batch.", lo=1, hi=100_000)
+    passage_vectors: bool = _tunable(
+        True, "Also embed each chunk's sentence windows at ingestion, so validating an answer encodes only its "
+              "claims (costs ~0.5x more embedding time at ingestion; off: the validator embeds them per answer).")
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,11 @@
 """Ingestion: load → chunk → tokenize → embed (batched, with a progress bar) → write → supersession.
 
+Embedding and writing go in groups of whole documents of about ``ingest.batch_chunks`` chunks: one encoder
+call per group (the embedder sorts the group's texts by length, so its mini-batches pad little) and one
+batched write (:meth:`Store.replace_documents`: one index flush and one catalogue transaction). With
+``ingest.passage_vectors`` the same call also embeds every chunk's sentence windows, stored for the
+citation validator (:mod:`pipeline.citations`) so that answering never embeds a chunk's passages.
+
 Incremental by content hash: an unchanged document is not re-chunked or re-embedded; a changed one
 replaces all its old chunks atomically (:meth:`Store.replace_document`); a document whose front matter
 says ``status: retracted`` is removed. The corpus version increments once per run that changed anything.
@@ -21,11 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.chunking import chunk_document
+from pipeline.citations import chunk_passages, passage_key
 from pipeline.config import PipelineConfig
 from pipeline.documents import Chunk, Document, LoadProblem, load_paths
 from pipeline.models import Models
 from pipeline.qdrant_index import IndexPoint
-from pipeline.store import Store, point_id_for
+from pipeline.store import DocumentWrite, Store, point_id_for
 from pipeline.supersede import SupersedeInput, compute_supersession
 from pipeline.tokenize import bm25_doc_weights, to_sparse, tokenize
 
@@ -117,21 +124,14 @@ def ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfi
     avgdl = (sum(lengths) / len(lengths)) if lengths else 1.0
 
     texts = [c.indexed_text for p in prepared for c in p.chunks]
-    vectors = _embed(embedder, texts, cfg.embedding.batch_size, progress)
-
-    offset = 0
     added, updated = [], []
-    for p in prepared:
-        n = len(p.chunks)
-        doc_vectors = vectors[offset:offset + n]
-        offset += n
-        points = []
-        for chunk, terms, vector in zip(p.chunks, p.terms, doc_vectors):
-            indices, values = to_sparse(bm25_doc_weights(terms, avgdl, cfg.keyword.k1, cfg.keyword.b))
-            points.append(IndexPoint(point_id_for(p.doc, chunk.ordinal), vector.tolist(), indices, values,
-                                     _payload(p.doc, chunk)))
-        store.replace_document(p.doc, p.chunks, points, p.terms)
-        (updated if p.doc.doc_id in existing else added).append(p.doc.doc_id)
+    with _progress(len(texts), progress) as bar:
+        for group in _batches(prepared, cfg.ingest.batch_chunks):
+            writes = _embed_and_build(group, embedder, cfg, avgdl)
+            store.replace_documents(writes)
+            for p in group:
+                (updated if p.doc.doc_id in existing else added).append(p.doc.doc_id)
+            bar.update(sum(len(p.chunks) for p in group))
     for doc_id in retracted:
         store.delete_document(doc_id)
     if updated or retracted:
@@ -191,19 +191,52 @@ def _stored_chunks_of(store: Store, doc_ids: list[str]) -> int:
     return sum(d.chunk_count for d in store.documents_by_ids(doc_ids))
 
 
-def _embed(embedder, texts: list[str], batch_size: int, progress: bool) -> np.ndarray:
-    if not texts:
-        return np.zeros((0, embedder.dim), dtype=np.float32)
+def _batches(prepared: list[_Prepared], chunks_per_batch: int) -> Iterable[list[_Prepared]]:
+    """Whole documents, grouped until a group holds at least ``chunks_per_batch`` chunks."""
+    group: list[_Prepared] = []
+    size = 0
+    for p in prepared:
+        group.append(p)
+        size += len(p.chunks)
+        if size >= chunks_per_batch:
+            yield group
+            group, size = [], 0
+    if group:
+        yield group
+
+
+def _embed_and_build(group: list[_Prepared], embedder, cfg: PipelineConfig, avgdl: float) -> list[DocumentWrite]:
+    """One encoder call for the group: every chunk's indexed text and (``ingest.passage_vectors``) every
+    sentence window the citation validator will compare claims with; then the points and catalogue rows."""
+    chunks = [c for p in group for c in p.chunks]
+    texts = [c.indexed_text for c in chunks]
+    windows = [tuple(chunk_passages(c.text)[1:]) for c in chunks] if cfg.ingest.passage_vectors else []
+    vectors = np.asarray(embedder.encode(texts + [w for ws in windows for w in ws]), dtype=np.float32)
+    dense, rest = vectors[:len(texts)], vectors[len(texts):]
+    writes, offset, window_offset = [], 0, 0
+    for p in group:
+        n = len(p.chunks)
+        points, passages = [], [] if windows else None
+        rows = zip(p.chunks, p.terms, dense[offset:offset + n], range(offset, offset + n), strict=True)
+        for chunk, terms, vector, k in rows:
+            indices, values = to_sparse(bm25_doc_weights(terms, avgdl, cfg.keyword.k1, cfg.keyword.b))
+            points.append(IndexPoint(point_id_for(p.doc, chunk.ordinal), vector.tolist(), indices, values,
+                                     _payload(p.doc, chunk)))
+            if windows:
+                w = windows[k]
+                passages.append((passage_key(chunk.heading_path, chunk.text), w,
+                                 np.vstack([vector[None, :], rest[window_offset:window_offset + len(w)]])))
+                window_offset += len(w)
+        offset += n
+        writes.append(DocumentWrite(p.doc, p.chunks, points, p.terms, passages, embedder.name))
+    return writes
+
+
+def _progress(total: int, enabled: bool):
     from tqdm import tqdm
 
-    parts = []
-    with tqdm(total=len(texts), desc="embedding chunks", unit="chunk", disable=not progress, file=sys.stderr,
-              leave=False) as bar:
-        for start in range(0, len(texts), batch_size):
-            batch = texts[start:start + batch_size]
-            parts.append(embedder.encode(batch))
-            bar.update(len(batch))
-    return np.vstack(parts)
+    return tqdm(total=total, desc="embedding chunks", unit="chunk", disable=not enabled or not total,
+                file=sys.stderr, leave=False)
 
 
 def _payload(doc: Document, chunk: Chunk) -> dict:

@@ -6,7 +6,9 @@ vector ``bm25`` with Qdrant's IDF modifier, the chunk's metadata as payload. The
 (``local:/path`` or ``:memory:`` select qdrant-client's local mode, which speaks the same API and is what the
 tests of that path use).
 
-Ties in score are broken by point id so both backends return the same order for the same data.
+Ties in score are broken by point id so both backends return the same order for the same data: each query
+fetches ``TIE_MARGIN`` extra hits and cuts after sorting, and dense cosines that differ only by float noise
+(6 significant digits) count as tied.
 """
 
 from __future__ import annotations
@@ -47,8 +49,20 @@ class IndexHit:
     sparse: dict[int, float] | None = None
 
 
-def _sorted_hits(hits: list[IndexHit]) -> list[IndexHit]:
-    return sorted(hits, key=lambda h: (-h.score, h.point_id))
+TIE_MARGIN = 10   # extra hits fetched so a tie at the cut-off is broken by point id, not by the engine
+
+
+def _tie_key(score: float) -> float:
+    """A cosine to 6 significant digits: the two engines' float arithmetic differs in the last bits, which
+    reordered exactly tied chunks on the demo corpus; only a difference bigger than that is a real one."""
+    return float(f"{score:.6g}")
+
+
+def _sorted_hits(hits: list[IndexHit], limit: int | None = None, coarse: bool = False) -> list[IndexHit]:
+    """Best first, ties by point id; ``coarse`` (cosines) treats float-noise differences as ties. BM25 sums
+    are compared exactly: the keyword leg must order as rank-bm25 does (tests/pipeline/test_keyword_parity.py)."""
+    key = (lambda h: (-_tie_key(h.score), h.point_id)) if coarse else (lambda h: (-h.score, h.point_id))
+    return sorted(hits, key=key)[:limit]
 
 
 class EdgeIndex:
@@ -109,23 +123,26 @@ class EdgeIndex:
 
     def query_dense(self, vector: list[float], limit: int) -> list[IndexHit]:
         qe = self._qe
-        found = self._shard.query(qe.QueryRequest(limit=limit, query=qe.Query.Nearest(vector, using=DENSE),
+        found = self._shard.query(qe.QueryRequest(limit=limit + TIE_MARGIN,
+                                                  query=qe.Query.Nearest(vector, using=DENSE),
                                                   with_payload=True, with_vector=False))
-        return _sorted_hits([IndexHit(str(p.id), float(p.score), dict(p.payload or {})) for p in found])
+        hits = [IndexHit(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
+        return _sorted_hits(hits, limit, coarse=True)
 
     def query_sparse(self, indices: list[int], values: list[float], limit: int) -> list[IndexHit]:
         qe = self._qe
         if not indices:
             return []
         found = self._shard.query(qe.QueryRequest(
-            limit=limit, query=qe.Query.Nearest(qe.SparseVector(indices=indices, values=values), using=SPARSE),
+            limit=limit + TIE_MARGIN,
+            query=qe.Query.Nearest(qe.SparseVector(indices=indices, values=values), using=SPARSE),
             with_payload=True, with_vector=[SPARSE]))
         hits = []
         for p in found:
             sv = (p.vector or {}).get(SPARSE)
             sparse = dict(zip(sv.indices, sv.values)) if sv is not None else None
             hits.append(IndexHit(str(p.id), float(p.score), dict(p.payload or {}), sparse))
-        return _sorted_hits(hits)
+        return _sorted_hits(hits, limit)
 
     def dense_vectors(self, point_ids: list[str]) -> dict[str, list[float]]:
         out = {}
@@ -210,22 +227,23 @@ class ClientIndex:
                                 wait=True)
 
     def query_dense(self, vector: list[float], limit: int) -> list[IndexHit]:
-        found = self._client.query_points(self.collection, query=vector, using=DENSE, limit=limit,
+        found = self._client.query_points(self.collection, query=vector, using=DENSE, limit=limit + TIE_MARGIN,
                                           with_payload=True).points
-        return _sorted_hits([IndexHit(str(p.id), float(p.score), dict(p.payload or {})) for p in found])
+        hits = [IndexHit(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
+        return _sorted_hits(hits, limit, coarse=True)
 
     def query_sparse(self, indices: list[int], values: list[float], limit: int) -> list[IndexHit]:
         if not indices:
             return []
         found = self._client.query_points(self.collection, query=self._qm.SparseVector(indices=indices, values=values),
-                                          using=SPARSE, limit=limit, with_payload=True,
+                                          using=SPARSE, limit=limit + TIE_MARGIN, with_payload=True,
                                           with_vectors=[SPARSE]).points
         hits = []
         for p in found:
             sv = (p.vector or {}).get(SPARSE)
             sparse = dict(zip(sv.indices, sv.values)) if sv is not None else None
             hits.append(IndexHit(str(p.id), float(p.score), dict(p.payload or {}), sparse))
-        return _sorted_hits(hits)
+        return _sorted_hits(hits, limit)
 
     def dense_vectors(self, point_ids: list[str]) -> dict[str, list[float]]:
         out = {}
