@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from conftest import ask, html_of, markdown_of, open_app, texts_of
 
+from tests.support.traces import answered_trace
 from workbench.app.trace_view import STAGE_TABS
 
 
@@ -36,10 +39,18 @@ def test_an_answer_shows_coloured_markers_and_every_stage(app_env):
 
 
 def test_uncited_sources_are_dimmed_and_superseded_ones_badged(app_env):
-    at = ask(open_app(), "What is the default per-endpoint rate limit in 2.4 and 3.1?")
-    page = html_of(at)
-    assert "wb-source wb-uncited" in page and "opacity:0.45" in page
-    assert "wb-superseded" in page and "superseded in part" in page
+    trace = answered_trace(doc_ids=("err-timeout-502", "config-delivery-2-4"))
+    old = dataclasses.replace(trace.retrieval.candidates[1], superseded_by=("config-delivery-3-1#2",),
+                              superseded_reason="config-delivery-3-1 (v3.1) states timeout_ms: 15000 "
+                                                "(this chunk: 10000)")
+    trace = dataclasses.replace(trace, retrieval=dataclasses.replace(
+        trace.retrieval, candidates=(trace.retrieval.candidates[0], old)))
+    at = open_app("runs")
+    at.file_uploader(key="runs.import").set_value(("t.json", trace.to_json().encode(), "application/json")).run()
+    lines = {h.value.split("data-source=\"")[1][0]: h.value for h in at.html if "wb-source" in h.value}
+    assert "wb-cited" in lines["1"] and "opacity" not in lines["1"] and "wb-superseded" not in lines["1"]
+    assert "wb-uncited" in lines["2"] and "opacity:0.45" in lines["2"]
+    assert "superseded in part" in lines["2"] and "timeout_ms: 15000 (this chunk: 10000)" in lines["2"]
 
 
 def test_follow_up_is_rewritten_with_history_and_both_turns_stay(app_env):
