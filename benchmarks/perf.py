@@ -78,15 +78,17 @@ def _extractive(query: str, ranked, cfg: PipelineConfig, models: Models) -> Gene
     return generate.run(query, query, ranked, cfg.generate, models)
 
 
-def bench_size(n_chunks: int, out: Path, n_queries: int, passes: int, real: Models) -> dict:
+def bench_size(n_chunks: int, out: Path, n_queries: int, passes: int, real: Models, reuse: bool = False) -> dict:
     cfg = PipelineConfig()
     cfg = dataclasses.replace(cfg, rerank=dataclasses.replace(cfg.rerank, enabled=False))
     docs, chunks = build_corpus(n_chunks)
     home = out / f"perf-{n_chunks}"
-    shutil.rmtree(home, ignore_errors=True)
+    if not reuse:
+        shutil.rmtree(home, ignore_errors=True)
     with Store.open(home) as store:
         t0 = time.perf_counter()
-        ingest_documents(store, docs, cfg, Models(embedder=RandomEmbedder()), progress=False)
+        if store.chunk_count() != len(chunks):
+            ingest_documents(store, docs, cfg, Models(embedder=RandomEmbedder()), progress=False)
         ingest_s = time.perf_counter() - t0
         queries = make_queries(chunks, n_queries)
         embedder = real.embedder(cfg.embedding)
@@ -101,7 +103,7 @@ def bench_size(n_chunks: int, out: Path, n_queries: int, passes: int, real: Mode
                 ret = retrieve.run(q, cfg, store, models)
                 t1 = time.perf_counter()
                 rr = rerank.run(q, ret, cfg.rerank, models, cfg.gate)
-                gt = gate.run(ret, rr, cfg.gate)
+                gate.run(ret, rr, cfg.gate)
                 t2 = time.perf_counter()
                 ranked = ret.candidates[:cfg.rerank.top_k]
                 gen = _extractive(q, ranked, cfg, models)  # the generator is not part of the timed path
@@ -249,13 +251,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ingest-chunks", type=int, default=256)
     parser.add_argument("--skip", nargs="*", default=[], help="any of: sizes validation sweep ingestion")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-output")
+    parser.add_argument("--reuse", action="store_true", help="keep a store already built for a size")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args.out.mkdir(parents=True, exist_ok=True)
     real = Models()
     report = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} logical CPUs, "
               f"{_threads()} torch threads", "load_start": os.getloadavg()[0]}
-    path = args.out / "perf.json"
+    path = args.out / ("perf.json" if not args.skip else f"perf-{'-'.join(sorted(args.skip))}.json")
 
     def save():
         report["load_now"] = os.getloadavg()[0]
@@ -270,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
     if "sizes" not in args.skip:
         report["sizes"] = {}
         for n in args.sizes:
-            report["sizes"][str(n)] = bench_size(n, args.out, args.queries, args.passes, real)
+            report["sizes"][str(n)] = bench_size(n, args.out, args.queries, args.passes, real, args.reuse)
             save()
     if "ingestion" not in args.skip:
         report["ingestion"] = bench_ingestion(real, args.ingest_chunks, args.out)

@@ -1,7 +1,8 @@
 """Rerank cost as a trade-off: candidates x max_tokens x fp32/int8 (x early stop), latency p50/p95.
 
 ``python -m benchmarks.rerank_tradeoff`` times the rerank stage (:func:`pipeline.rerank.run`, the code path
-the engine runs) on demo-corpus queries: each query is retrieved once (real MiniLM dense leg + BM25), then
+the engine runs) on demo-corpus queries: each query is retrieved once (BM25 + the fake hashing embedder: it
+only decides which real demo passages get scored), then
 the fused top ``candidates`` are scored by the cross-encoder for every setting, warm-up first, settings
 interleaved per query so load drift hits all of them alike.
 
@@ -65,8 +66,10 @@ def _retrievals(cfg: PipelineConfig, store, models: Models):
 def measure(store_dir: Path, checkpoint: Path, runs: int, settings: list[tuple[int, int, str, bool]]) -> dict:
     from pipeline.ingest import ingest_paths
     from pipeline.store import Store
+    from pipeline.testing import FakeEmbedder
 
-    models = Models()
+    # retrieval only chooses which real demo passages are scored; the fake embedder keeps setup to seconds
+    models = Models(embedder=FakeEmbedder())
     base = PipelineConfig()
     with Store.open(store_dir) as store:
         if store.is_empty():
@@ -107,24 +110,27 @@ def _threads() -> int:
     return int(torch.get_num_threads())
 
 
-def default_settings() -> list[tuple[int, int, str, bool]]:
-    out = [(c, t, p, False) for c in (100, 50, 30, 20) for t in (512, 256, 128) for p in ("fp32", "int8")]
+def default_settings(tokens: tuple[int, ...] = (512, 256, 128)) -> list[tuple[int, int, str, bool]]:
+    out = [(c, t, p, False) for c in (100, 50, 30, 20) for t in tokens for p in ("fp32", "int8")]
     return out + [(100, 256, "int8", True), (50, 128, "int8", True)]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=1, help="passes over the 16 queries per setting")
+    parser.add_argument("--runs", type=int, default=1, help="passes over the queries per setting")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-output")
     parser.add_argument("--quick", action="store_true", help="only candidates 20/50 x max_tokens 128/256")
+    parser.add_argument("--tokens", type=int, nargs="*", default=[512, 256, 128])
+    parser.add_argument("--queries", type=int, default=len(QUERIES), help="use the first N of the 16 queries")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args.out.mkdir(parents=True, exist_ok=True)
     checkpoint = build_untrained_cross_encoder(args.out / "minilm-l6-untrained-ce")
-    settings = default_settings()
+    settings = default_settings(tuple(args.tokens))
     if args.quick:
         settings = [s for s in settings if s[0] in (20, 50) and s[1] in (128, 256)]
-    result = measure(args.out / "demo-store", checkpoint, args.runs, settings)
+    del QUERIES[args.queries:]
+    result = measure(args.out / "rerank-demo-store", checkpoint, args.runs, settings)
     result["date"] = time.strftime("%Y-%m-%d")
     (args.out / "rerank_tradeoff.json").write_text(json.dumps(result, indent=2))
     print(markdown(result))

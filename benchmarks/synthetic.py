@@ -8,13 +8,13 @@ site and push it through the real loader types, chunker, tokenizer and ingestion
 How the text is made (``random.Random(seed)``, so the same seed gives byte-identical documents):
 
 - **Vocabulary with a long tail.** Words come from three pools, each drawn Zipf-distributed (rank r with
-  probability ∝ 1/r^1.07, the exponent measured on English text): ~200 general English words, ~190
+  probability ∝ 1/r^1.07, the exponent measured on English text): ~200 general English words, ~170
   support-domain words (endpoint, retry, certificate ...), and 30,000 pseudo-words built from syllables,
   standing for product names, rare terms and typos — so the vocabulary keeps growing with the corpus as
   Heaps' law says a real one does, and the BM25 posting lists have realistic lengths.
 - **Identifiers**, which the project's tokenizer keeps whole: error codes (``ERR_QUEUE_FULL_417``), config
   keys (``delivery.timeout_ms``), versions (``v3.1``), file names (``relay.toml``), CLI commands, HTTP
-  statuses — about one token in fourteen, as on the demo corpus's error and config pages.
+  statuses — about one token in thirteen (measured 7.9 % of the tokenizer's output at 10k chunks).
 - **Structure**: documents of 1–6 ``##`` sections, each 1–4 paragraphs of 2–6 sentences of 5–40 words
   (mean ~17), with occasional bullet lists and fenced config snippets; front matter with ``product`` and
   ``topic``, and a ``version`` on config pages and release notes only (as on real sites, most pages are

@@ -60,7 +60,7 @@ class IngestConfig:
              "catalogue transaction per batch.", lo=1, hi=100_000)
     passage_vectors: bool = _tunable(
         True, "Also embed each chunk's sentence windows at ingestion, so validating an answer encodes only its "
-              "claims (costs ~0.5x more embedding time at ingestion; off: the validator embeds them per answer).")
+              "claims (ingestion takes 1.5-3.6x as long, BENCHMARKS.md; off: the validator embeds them per answer).")
 
 
 @dataclass(frozen=True)
