@@ -119,7 +119,8 @@ class Pipeline:
                                         llm_calls_saved=gt.llm_calls_saved)
         elif generate_answer:
             gen = timed("generate", generate.run, question, query, ranked, cfg.generate, self.models)
-            val = timed("validate", citations.run, gen, ranked, cfg.validate, self.models.embedder(cfg.embedding))
+            val = timed("validate", citations.run, gen, ranked, cfg.validate, self.models.embedder(cfg.embedding),
+                        passages=self.store.passage_vectors)
             tr = timed("trust", trust.run, gen, val)
             trace = dataclasses.replace(trace, generation=gen, validation=val, trust=tr, answer=gen.answer,
                                         abstained=gen.is_abstention, confidence=tr.final_confidence,
@@ -147,8 +148,12 @@ def _degradations(trace: Trace) -> tuple[str, ...]:
         out.append(f"rewrite {trace.rewrite.status}: {trace.rewrite.reason}")
     if trace.retrieval.status == "failed":
         out.append(f"retrieval failed: {trace.retrieval.reason}")
+    elif trace.retrieval.reason:
+        out.append(f"retrieval: {trace.retrieval.reason}")  # one leg failed; the other still ran
     if trace.rerank.status == "skipped" and trace.rerank.reason:
         out.append(f"rerank skipped: {trace.rerank.reason}")
     if trace.generation.status == "fallback":
         out.append(f"generation fell back to {trace.generation.backend}: {trace.generation.fallback_reason}")
+    for flagged in trace.generation.flagged_sources:
+        out.append(f"source [{flagged}] contains text addressed to a model; it was fenced and never quoted")
     return tuple(out)

@@ -3,9 +3,13 @@
 The gate compares one score with one threshold and answers when ``score >= threshold``. Which score
 (``gate.signal``):
 
-- ``auto`` (the design's seed rule, default): the top rerank score (sigmoid, [0, 1]) against
-  ``confidence_threshold_rerank`` when the reranker ran; otherwise the top fused RRF score against
-  ``confidence_threshold_fused``.
+- ``auto`` (default): the top rerank score (sigmoid, [0, 1]) against ``confidence_threshold_rerank`` when
+  the reranker ran (the design's seed rule); otherwise ``fused_and_dense``. The seed's fallback — the fused
+  score alone against 0.015 — cannot abstain: whatever the dense leg ranks first already scores
+  1/61 ~ 0.0164, and the dense leg always returns something. On the golden set the fused score alone has no
+  operating point between 0 % and 10 % false answers, dense alone answers 30 % of answerable questions at
+  5 % false answers, and requiring both answers 49 % (47 % cross-validated), so without a cross-encoder
+  the gate asks for both (BENCHMARKS.md, "Golden-set evaluation").
 - ``rerank``: the same, but falling back to the fused scale is reported as a fallback in the reason.
 - ``fused``: the fused score of fused rank 1, even when the reranker ran. An RRF score measures rank
   agreement between the legs more than relevance (:data:`pipeline.trace.FUSED_SCALE_NOTE`).
@@ -13,6 +17,10 @@ The gate compares one score with one threshold and answers when ``score >= thres
   "is anything in the corpus semantically close at all". The best dense hit is used rather than the
   top-ranked chunk's cosine because the top-ranked chunk may be a keyword-only hit with no cosine; both
   are recorded (``best_dense_cosine``, ``top_dense_cosine``). Falls back to fused if the dense leg failed.
+- ``fused_and_dense``: answer only when the top fused score reaches ``confidence_threshold_fused`` AND the
+  best dense cosine reaches ``confidence_threshold_dense``: the legs agree on the top chunk *and* something
+  in the corpus is semantically close. ``score``/``threshold``/``margin`` report the binding condition
+  (the one that failed by most, or passed by least, relative to its threshold); ``conditions`` has both.
 
 Each scale reads the top of its own ranking; ``score_chunk_id`` names the chunk whose score was compared,
 ``top_chunk_id`` the first chunk of the final ranking (rerank order when the reranker ran, else fused),
@@ -34,7 +42,7 @@ from dataclasses import dataclass
 
 from pipeline.config import GateConfig
 from pipeline.prompts import ABSTENTION_MESSAGE
-from pipeline.trace import Candidate, ClosestDocument, GateTrace, RerankTrace, RetrievalTrace, Trace
+from pipeline.trace import Candidate, ClosestDocument, GateCondition, GateTrace, RerankTrace, RetrievalTrace, Trace
 
 MAX_CLOSEST = 50  # the upper bound of gate.closest_documents
 
@@ -127,9 +135,13 @@ def _scale(inputs: GateInputs, signal: str) -> tuple[str, str]:
         if signal == "rerank":
             return "fused", f"gate.signal=rerank but there is no rerank score ({inputs.no_rerank_reason}); " \
                             "fell back to the fused scale"
-        return "fused", f"no rerank score ({inputs.no_rerank_reason}); using the fused scale"
-    if signal == "dense" and not inputs.dense_available:
-        return "fused", "gate.signal=dense but the dense leg returned nothing; fell back to the fused scale"
+        signal = "fused_and_dense"
+        note = f"no rerank score ({inputs.no_rerank_reason}); requiring fused and dense"
+        if not inputs.dense_available:
+            return "fused", note + ", but the dense leg returned nothing: fused only"
+        return signal, note
+    if signal in ("dense", "fused_and_dense") and not inputs.dense_available:
+        return "fused", f"gate.signal={signal} but the dense leg returned nothing; fell back to the fused scale"
     return signal, ""
 
 
@@ -138,23 +150,41 @@ def _threshold(scale: str, cfg: GateConfig) -> float:
             "dense": cfg.confidence_threshold_dense}[scale]
 
 
-def decide(inputs: GateInputs, cfg: GateConfig) -> GateTrace:
-    """Answer when the chosen scale's top score is at least its threshold; abstain otherwise."""
-    scale, note = _scale(inputs, cfg.signal)
+def _condition(inputs: GateInputs, scale: str, cfg: GateConfig) -> tuple[GateCondition, str]:
     threshold = _threshold(scale, cfg)
     best = {"rerank": inputs.best_rerank, "fused": inputs.best_fused, "dense": inputs.best_dense}[scale]
     if best is None:
-        decision, score, chunk_id = "abstain", 0.0, ""
+        return GateCondition(scale, 0.0, threshold, False), ""
+    chunk_id, score = best
+    return GateCondition(scale, score, threshold, score >= threshold), chunk_id
+
+
+def _relative_margin(c: GateCondition) -> float:
+    return (c.score - c.threshold) / max(abs(c.threshold), 1e-9)
+
+
+def decide(inputs: GateInputs, cfg: GateConfig) -> GateTrace:
+    """Answer when every condition of the chosen rule holds (score >= threshold); abstain otherwise."""
+    scale, note = _scale(inputs, cfg.signal)
+    parts = ("fused", "dense") if scale == "fused_and_dense" else (scale,)
+    checked = [_condition(inputs, part, cfg) for part in parts]
+    conditions = tuple(c for c, _ in checked)
+    binding, chunk_id = min(checked, key=lambda pair: _relative_margin(pair[0]))
+    if inputs.best_fused is None:
+        decision = "abstain"
         why = inputs.no_retrieval_reason or f"no {scale} score"
     else:
-        chunk_id, score = best
-        decision = "answer" if score >= threshold else "abstain"
-        why = f"top {scale} score {score:.4g} {'>=' if decision == 'answer' else '<'} threshold {threshold:g}"
+        decision = "answer" if all(c.passed for c in conditions) else "abstain"
+        why = " and ".join(f"top {c.scale} score {c.score:.4g} {'>=' if c.passed else '<'} threshold {c.threshold:g}"
+                           for c in conditions)
+    closest_scale = "fused" if scale == "fused_and_dense" else scale
     closest = {"rerank": inputs.closest_rerank, "fused": inputs.closest_fused,
-               "dense": inputs.closest_dense}[scale] if decision == "abstain" else ()
+               "dense": inputs.closest_dense}[closest_scale] if decision == "abstain" else ()
     abstain = decision == "abstain"
+    score, threshold = binding.score, binding.threshold
     return GateTrace(
         status="ran", decision=decision, signal=cfg.signal, scale=scale, score=score, threshold=threshold,
+        conditions=conditions,
         margin=score - threshold, reason=f"{note}; {why}" if note else why, top_chunk_id=inputs.top_chunk_id,
         top_rerank_score=inputs.top_rerank_score, top_fused_score=inputs.top_fused_score,
         top_dense_cosine=inputs.top_dense_cosine, closest_documents=closest[:cfg.closest_documents],

@@ -142,14 +142,24 @@ class ClosestDocument:
 
 
 @dataclass(frozen=True)
+class GateCondition:
+    """One comparison the gate made: ``passed`` is ``score >= threshold``."""
+    scale: str
+    score: float
+    threshold: float
+    passed: bool
+
+
+@dataclass(frozen=True)
 class GateTrace:
     status: Literal["skipped", "ran"] = "skipped"
     decision: Literal["answer", "abstain"] = "abstain"
     signal: str = "auto"              # as configured
-    scale: Literal["rerank", "fused", "dense"] = "fused"  # the signal actually used
+    scale: Literal["rerank", "fused", "dense", "fused_and_dense"] = "fused"  # the rule actually applied
     score: float = 0.0
     threshold: float = 0.0
-    margin: float = 0.0               # score - threshold
+    margin: float = 0.0               # score - threshold (of the binding condition)
+    conditions: tuple[GateCondition, ...] = ()  # every comparison made; all must pass to answer
     reason: str = ""
     top_chunk_id: str = ""
     top_rerank_score: float | None = None

@@ -7,10 +7,9 @@ Method:
 2. **Scores**, once per trace, with :func:`pipeline.gate.gate_inputs` (the gate's own extraction): the top
    rerank score (NaN when the reranker did not run), the top fused RRF score, the best dense cosine.
 3. **Vectorised replay** (:func:`answers`): the gate's rule per signal as numpy comparisons broadcast over
-   thresholds × cases — ``auto``: rerank >= t_rerank where a rerank score exists, else fused >= t_fused;
-   ``fused``; ``dense`` (falls back to fused where the dense leg returned nothing, as the gate does) — plus
-   one rule the gate does not implement, ``fused_and_dense`` (answer only when both pass), to measure
-   whether combining the two offline signals would help. :func:`replay_agrees` checks the vectorised
+   thresholds × cases — ``auto``: rerank >= t_rerank where a rerank score exists, else fused AND dense;
+   ``rerank`` (falls back to fused alone); ``fused``; ``dense`` and ``fused_and_dense`` (fall back to fused
+   where the dense leg returned nothing, as the gate does). :func:`replay_agrees` checks the vectorised
    decisions against :func:`pipeline.gate.decide` on sampled threshold points; the report records it.
 4. **Per signal**: ROC-AUC of answerable vs unanswerable (a missing score ranks lowest), the exact trade-off
    curve (every midpoint between two distinct observed scores is a candidate threshold, so a chosen
@@ -41,7 +40,7 @@ SIGNALS = ("rerank", "fused", "dense")
 FIELDS = {"t_rerank": "confidence_threshold_rerank", "t_fused": "confidence_threshold_fused",
           "t_dense": "confidence_threshold_dense"}
 RULE_KEYS = {"rerank": ("t_rerank",), "fused": ("t_fused",), "dense": ("t_dense",),
-             "fused_and_dense": ("t_fused", "t_dense")}
+             "fused_and_dense": ("t_fused", "t_dense"), "auto": ("t_rerank", "t_fused", "t_dense")}
 FAR_BOUNDS = (0.05, 0.10, 0.20)
 
 
@@ -84,14 +83,21 @@ def _passes(scores: np.ndarray, threshold) -> np.ndarray:
         return np.isfinite(scores) & (scores >= threshold)
 
 
-def answers(s: Scores, rule: str, *, t_rerank=0.45, t_fused=0.015, t_dense=0.45) -> np.ndarray:
-    """Boolean "answer" per case, broadcast over array-valued thresholds (cases on the last axis)."""
+def answers(s: Scores, rule: str, *, t_rerank=0.45, t_fused=0.03201, t_dense=0.595) -> np.ndarray:
+    """Boolean "answer" per case, broadcast over array-valued thresholds (cases on the last axis).
+
+    The rules are the gate's (:mod:`pipeline.gate`): ``auto`` reads the rerank score where the reranker ran
+    and otherwise requires fused AND dense; ``rerank`` falls back to fused alone; ``dense`` and
+    ``fused_and_dense`` fall back to fused where the dense leg returned nothing.
+    """
     fused = _passes(s.fused, t_fused)
-    if rule in ("auto", "rerank"):
+    dense = np.where(np.isfinite(s.dense), _passes(s.dense, t_dense), fused)
+    if rule == "rerank":
         return np.where(np.isfinite(s.rerank), _passes(s.rerank, t_rerank), fused)
+    if rule == "auto":
+        return np.where(np.isfinite(s.rerank), _passes(s.rerank, t_rerank), fused & dense)
     if rule == "fused":
         return fused
-    dense = np.where(np.isfinite(s.dense), _passes(s.dense, t_dense), fused)
     if rule == "dense":
         return dense
     if rule == "fused_and_dense":
@@ -113,8 +119,6 @@ def thresholds_of(cfg: GateConfig) -> dict[str, float]:
 
 def replay_decisions(s: Scores, rule: str, cfg: GateConfig) -> np.ndarray:
     """The same decisions through :func:`pipeline.gate.decide` (slow, exact): the reference."""
-    if rule == "fused_and_dense":
-        return replay_decisions(s, "fused", cfg) & replay_decisions(s, "dense", cfg)
     gcfg = replace(cfg, signal=rule)
     return np.array([decide(i, gcfg).decision == "answer" for i in s.inputs], dtype=bool)
 
@@ -147,10 +151,6 @@ def candidate_thresholds(scores: np.ndarray) -> np.ndarray:
     return np.concatenate([[finite[0] - span * 0.01], (finite[:-1] + finite[1:]) / 2.0, [finite[-1] + span * 0.01]])
 
 
-def _rule_of(signal: str) -> str:
-    return "auto" if signal == "rerank" else signal
-
-
 def _signal_of(key: str) -> str:
     return key[2:]
 
@@ -171,7 +171,7 @@ def best_setting(s: Scores, rule: str, cfg: GateConfig, max_far: float) -> dict 
     """The thresholds answering the most answerable cases with far <= max_far (exact over candidates)."""
     keys = RULE_KEYS[rule]
     axes = {k: candidate_thresholds(s.signal(_signal_of(k))) for k in keys}
-    ar, far = evaluate_grid(s, _rule_of(rule) if rule in SIGNALS else rule, axes, cfg)
+    ar, far = evaluate_grid(s, rule, axes, cfg)
     feasible = np.argwhere(far <= max_far + 1e-12)
     if not len(feasible):
         return None
@@ -199,27 +199,27 @@ def cross_validate(s: Scores, rule: str, cfg: GateConfig, max_far: float, k: int
         best = best_setting(s.take(np.setdiff1d(np.arange(len(s.ids)), held)), rule, cfg, max_far)
         chosen = {key: best[key] if best else np.inf for key in RULE_KEYS[rule]}
         fixed = {key: v for key, v in thresholds_of(cfg).items() if key not in chosen}
-        answered[held] = answers(s.take(held), _rule_of(rule) if rule in SIGNALS else rule, **chosen, **fixed)
+        answered[held] = answers(s.take(held), rule, **chosen, **fixed)
     ar, far = rates(answered, s.answerable)
     return {"folds": k, "answer_rate_answerable": float(ar), "false_answer_rate_unanswerable": float(far)}
 
 
 def curve(s: Scores, signal: str, cfg: GateConfig) -> dict:
     thresholds = candidate_thresholds(s.signal(signal))
-    ar, far = evaluate_grid(s, _rule_of(signal), {f"t_{signal}": thresholds}, cfg)
+    ar, far = evaluate_grid(s, signal, {f"t_{signal}": thresholds}, cfg)
     return {"threshold": thresholds.tolist(), "answer_rate_answerable": ar.tolist(),
             "false_answer_rate_unanswerable": far.tolist()}
 
 
 def current_rates(s: Scores, rule: str, cfg: GateConfig) -> dict:
-    ar, far = rates(answers(s, _rule_of(rule) if rule in SIGNALS else rule, **thresholds_of(cfg)), s.answerable)
+    ar, far = rates(answers(s, rule, **thresholds_of(cfg)), s.answerable)
     return {**{k: thresholds_of(cfg)[k] for k in RULE_KEYS[rule]}, "answer_rate_answerable": float(ar),
             "false_answer_rate_unanswerable": float(far)}
 
 
 def configured_rule(cfg: GateConfig) -> str:
-    """The sweep rule that reproduces ``gate.signal`` (auto and rerank both fall back to fused)."""
-    return "rerank" if cfg.signal in ("auto", "rerank") else cfg.signal
+    """The sweep rule that reproduces ``gate.signal``: the rules are named like the signals."""
+    return cfg.signal
 
 
 def rule_report(s: Scores, rule: str, cfg: GateConfig, max_far: float) -> dict:
@@ -264,23 +264,26 @@ def sweep(s: Scores, cfg: GateConfig, max_far: float = 0.05, grid_size: int = 20
 
 
 def recommend(report: dict) -> dict:
-    """The single-signal setting the config can express today that answers the most answerable within the
-    bound, and the combined rule's best point when it does better (that one needs a gate change)."""
+    """The rule and thresholds that answer the most answerable cases within the false-answer bound.
+
+    Every rule is a ``gate.signal`` option; ``fused_and_dense`` is also what ``auto`` applies when the
+    reranker did not run, so when it wins without rerank scores the settings keep ``gate.signal=auto``.
+    """
     rules = report["rules"]
-    single = [(name, r["best"]) for name, r in rules.items() if name in SIGNALS and r["best"]]
-    if not single:
-        return {"signal": None, "why": "no signal reaches the false-answer bound at any threshold"}
-    name, best = max(single, key=lambda nb: (nb[1]["answer_rate_answerable"],
-                                             -nb[1]["false_answer_rate_unanswerable"]))
-    key = f"t_{name}"
-    out = {"signal": name, "threshold": best[key], "answer_rate_answerable": best["answer_rate_answerable"],
+    found = [(name, r["best"]) for name, r in rules.items() if r.get("best")]
+    if not found:
+        return {"signal": None, "why": "no rule reaches the false-answer bound at any threshold"}
+    name, best = max(found, key=lambda nb: (nb[1]["answer_rate_answerable"],
+                                            -nb[1]["false_answer_rate_unanswerable"]))
+    keys = RULE_KEYS[name]
+    signal = "auto" if name == "fused_and_dense" and "rerank" not in rules else name
+    out = {"signal": signal, "rule": name, "answer_rate_answerable": best["answer_rate_answerable"],
            "false_answer_rate_unanswerable": best["false_answer_rate_unanswerable"],
            "cross_validated": rules[name]["cross_validated"],
-           "settings": [f"gate.signal={name}", f"gate.{FIELDS[key]}={best[key]:.4f}"]}
-    combined = rules.get("fused_and_dense", {}).get("best")
-    if combined and combined["answer_rate_answerable"] > best["answer_rate_answerable"]:
-        out["combined"] = {**combined, "cross_validated": rules["fused_and_dense"]["cross_validated"],
-                           "note": "fused AND dense is not a gate.signal option: it needs a gate change"}
+           "settings": [f"gate.signal={signal}", *(f"gate.{FIELDS[k]}={best[k]:.4f}" for k in keys)]}
+    out.update({k: best[k] for k in keys})
+    if len(keys) == 1:
+        out["threshold"] = best[keys[0]]
     return out
 
 

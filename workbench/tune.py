@@ -97,7 +97,7 @@ def collect_traces(args, cfg: PipelineConfig, golden: GoldenSet, open_store) -> 
 def by_tag(scores, tags: list[tuple[str, ...]], rule: str, thresholds: dict, cfg) -> dict:
     """Answer / false-answer rates per tag at one setting (which questions does it still get wrong?)."""
     fixed = {k: getattr(cfg, f) for k, f in FIELDS.items() if k not in thresholds}
-    answered = answers(scores, "auto" if rule == "rerank" else rule, **thresholds, **fixed)
+    answered = answers(scores, rule, **thresholds, **fixed)
     out = {}
     for tag in sorted({t for ts in tags for t in ts}):
         mask = np.array([tag in ts for ts in tags])
@@ -152,12 +152,6 @@ def render_markdown(report: dict) -> str:
                      f"with {_pct(rec['false_answer_rate_unanswerable'])} false answers on this set "
                      f"(cross-validated {_pct(rec['cross_validated']['answer_rate_answerable'])} / "
                      f"{_pct(rec['cross_validated']['false_answer_rate_unanswerable'])}).")
-        if rec.get("combined"):
-            c = rec["combined"]
-            lines.append(f"\nCombined `fused ≥ {c['t_fused']:.4f} AND dense ≥ {c['t_dense']:.4f}` answers "
-                         f"{_pct(c['answer_rate_answerable'])} with {_pct(c['false_answer_rate_unanswerable'])} false "
-                         f"answers (cross-validated {_pct(c['cross_validated']['answer_rate_answerable'])} / "
-                         f"{_pct(c['cross_validated']['false_answer_rate_unanswerable'])}); {c['note']}.")
     else:
         lines.append(rec.get("why", ""))
     lines += ["", "False-answer rate by kind of unanswerable question:", "",
@@ -174,9 +168,7 @@ def write_figures(out: Path, report: dict, scores) -> None:
     points = [{"label": "current", **report["current_gate"]}]
     rec = report["recommendation"]
     if rec.get("signal"):
-        points.append({"label": f"recommended ({rec['signal']})", **rec})
-    if rec.get("combined"):
-        points.append({"label": "fused AND dense", **rec["combined"]})
+        points.append({"label": f"recommended ({rec['rule']})", **rec})
     curves = {n: x["curve"] for n, x in rules.items() if "curve" in x}
     thresholds = {n: {"current": rules[n]["current"][f"t_{n}"],
                       "recommended": (rules[n]["best"] or {}).get(f"t_{n}")} for n in curves}
@@ -219,12 +211,8 @@ def run_tune(args, cfg: PipelineConfig, open_store) -> int:
     rec = report["recommendation"]
     report["by_tag"] = {f"current ({cfg.gate.signal})": by_tag(scores, tags, configured_rule(cfg.gate), {}, cfg.gate)}
     if rec.get("signal"):
-        report["by_tag"][f"recommended {rec['signal']}"] = by_tag(
-            scores, tags, rec["signal"], {f"t_{rec['signal']}": rec["threshold"]}, cfg.gate)
-    if rec.get("combined"):
-        c = rec["combined"]
-        report["by_tag"]["fused AND dense"] = by_tag(scores, tags, "fused_and_dense",
-                                                     {"t_fused": c["t_fused"], "t_dense": c["t_dense"]}, cfg.gate)
+        report["by_tag"][f"recommended {rec['rule']}"] = by_tag(
+            scores, tags, rec["rule"], {k: rec[k] for k in RULE_KEYS[rec["rule"]]}, cfg.gate)
     markdown = render_markdown(report)
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     (out / "report.md").write_text(markdown, encoding="utf-8")

@@ -29,12 +29,12 @@ def test_two_traces_are_shown_with_the_gate_flip_highlighted(app_env):
     assert len([t for t in at.tabs if t.label == "Retrieval"]) == 2, "both full traces"
 
 
-def test_reranker_off_moves_ranks_and_changes_the_gate_scale(app_env):
+def test_reranker_off_moves_ranks_and_changes_the_gate_rule(app_env):
     at = _run(open_app("compare"), "How long are dead-letter entries kept by default?", "reranker off")
     moves = next(df.value for df in at.dataframe if "movement" in df.value.columns)
     assert len(moves) >= 10
     assert any(m != "=" for m in moves["movement"]), "turning the reranker off reorders the top 10"
-    assert "(fused " in html_of(at), "B's gate reads the fused scale"
+    assert "(fused_and_dense " in html_of(at), "B's gate falls back to the offline fused-and-dense rule"
 
 
 def test_rewrite_off_changes_the_follow_up_query(app_env):

@@ -51,17 +51,43 @@ def test_auto_reads_the_rerank_scale_when_the_reranker_ran():
     assert g.llm_calls_saved == 0 and g.abstention_message == "" and g.closest_documents == ()
 
 
-def test_auto_falls_back_to_the_fused_scale_without_a_rerank_score():
-    g = gate.run(RETRIEVAL, SKIPPED, GateConfig())
-    assert g.scale == "fused" and g.threshold == 0.015
-    assert g.score == pytest.approx(1 / 62 + 1 / 63) and g.decision == "answer"
+def test_auto_requires_fused_and_dense_without_a_rerank_score():
+    cfg = GateConfig(confidence_threshold_fused=0.03, confidence_threshold_dense=0.7)
+    g = gate.run(RETRIEVAL, SKIPPED, cfg)
+    assert g.scale == "fused_and_dense" and g.decision == "answer"
+    assert [(c.scale, c.passed) for c in g.conditions] == [("fused", True), ("dense", True)]
+    assert g.conditions[0].score == pytest.approx(1 / 62 + 1 / 63) and g.conditions[1].score == 0.72
     assert "rerank skipped" in g.reason and "pip install something" in g.reason
     assert g.top_chunk_id == "a#0" and g.top_dense_cosine == 0.61
 
 
-def test_disabled_rerank_also_means_the_fused_scale():
+@pytest.mark.parametrize("fused, dense, binding", [(0.033, 0.7, "fused"), (0.03, 0.8, "dense")])
+def test_either_failing_condition_abstains_and_is_the_one_reported(fused, dense, binding):
+    g = gate.run(RETRIEVAL, SKIPPED, GateConfig(confidence_threshold_fused=fused, confidence_threshold_dense=dense))
+    assert g.decision == "abstain" and g.llm_calls_saved == 1 and g.abstention_message == ABSTENTION_MESSAGE
+    assert g.scale == "fused_and_dense" and sum(not c.passed for c in g.conditions) == 1
+    failed = next(c for c in g.conditions if not c.passed)
+    assert failed.scale == binding and (g.score, g.threshold) == (failed.score, failed.threshold)
+    assert g.margin < 0 and f"< threshold {failed.threshold:g}" in g.reason
+
+
+def test_the_seed_fused_threshold_alone_could_never_abstain():
+    """Why the default changed: a chunk first on one leg only scores 1/61 > 0.015."""
+    lone = RetrievalTrace(status="ran", query="q", candidates=(_cand("x#0", "x", 1, 1 / 61, dense_rank=1,
+                                                                     dense_score=0.05),))
+    assert gate.run(lone, SKIPPED, GateConfig(signal="fused", confidence_threshold_fused=0.015)).decision == "answer"
+    assert gate.run(lone, SKIPPED, GateConfig()).decision == "abstain"
+
+
+def test_without_dense_hits_the_combined_rule_reads_fused_only():
+    keyword_only = RetrievalTrace(status="ran", query="q", candidates=(_cand("b#0", "b", 1, 1 / 61, keyword_rank=1),))
+    g = gate.run(keyword_only, SKIPPED, GateConfig(confidence_threshold_fused=0.016))
+    assert g.scale == "fused" and g.decision == "answer" and "dense leg returned nothing" in g.reason
+
+
+def test_disabled_rerank_also_means_the_offline_rule():
     g = gate.run(RETRIEVAL, RerankTrace(status="disabled", reason="rerank.enabled is false"), GateConfig())
-    assert g.scale == "fused" and "rerank disabled" in g.reason
+    assert g.scale == "fused_and_dense" and "rerank disabled" in g.reason
 
 
 def test_signal_rerank_reports_its_fallback():
@@ -87,7 +113,7 @@ def test_signal_dense_reads_the_best_dense_cosine():
 
 @pytest.mark.parametrize("scale,cfg,rerank_trace,score", [
     ("rerank", GateConfig(confidence_threshold_rerank=0.5), _rerank(("a#0", 0.5)), 0.5),
-    ("fused", GateConfig(confidence_threshold_fused=1 / 62 + 1 / 63), SKIPPED, 1 / 62 + 1 / 63),
+    ("fused", GateConfig(signal="fused", confidence_threshold_fused=1 / 62 + 1 / 63), SKIPPED, 1 / 62 + 1 / 63),
     ("dense", GateConfig(signal="dense", confidence_threshold_dense=0.72), SKIPPED, 0.72),
 ])
 def test_a_score_exactly_at_the_threshold_answers(scale, cfg, rerank_trace, score):

@@ -94,14 +94,15 @@ def test_an_unresolvable_cross_encoder_is_skipped_with_what_to_install():
     assert trace.candidates == () and trace.scored == 0
 
 
-def test_skipped_reranker_sends_the_gate_to_the_fused_scale(demo_store_fake):
+def test_skipped_reranker_sends_the_gate_to_the_offline_rule(demo_store_fake):
     models = fake_models(reranker=False)
     cfg = PipelineConfig()
     ret = retrieve.run("ERR_TIMEOUT_502", cfg, demo_store_fake, models)
     rr = rerank.run("ERR_TIMEOUT_502", ret, cfg.rerank, models, cfg.gate)
     assert rr.status == "skipped" and "not available" in rr.reason
     g = gate.run(ret, rr, cfg.gate)
-    assert g.scale == "fused" and g.threshold == cfg.gate.confidence_threshold_fused
+    assert g.scale == "fused_and_dense" and [c.scale for c in g.conditions] == ["fused", "dense"]
+    assert g.conditions[0].threshold == cfg.gate.confidence_threshold_fused
     assert g.top_rerank_score is None
     assert "rerank skipped" in g.reason
 

@@ -103,7 +103,7 @@ def test_evaluation_has_one_row_per_case_and_the_design_summary(evaluation, smal
     assert {"retrieve", "validate", "total"} <= set(s["latency_ms"])
     assert s["latency_ms"]["total"]["p95"] >= s["latency_ms"]["total"]["p50"]
     assert s["per_tag"]["off-topic"]["answerable"] == 0 and s["per_tag"]["off-topic"]["cases"] >= 1
-    assert s["stack"]["gate_scales"] == {"fused": 25}
+    assert s["stack"]["gate_scales"] == {"fused_and_dense": 25}  # no cross-encoder: auto requires both
 
 
 def test_multi_turn_cases_are_asked_with_their_history(evaluation):

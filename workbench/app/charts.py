@@ -42,27 +42,38 @@ def contributions_figure(trace: Trace, limit: int = 20) -> go.Figure:
     return fig
 
 
-def _scale_range(gate: GateTrace) -> tuple[float, float]:
-    if gate.scale in ("rerank", "dense"):
-        return (0.0, 1.0) if min(gate.score, gate.threshold) >= 0 else (-1.0, 1.0)
-    top = max(gate.score, gate.threshold, 1e-6) * 1.3
+def _scale_range(scale: str, score: float, threshold: float) -> tuple[float, float]:
+    if scale in ("rerank", "dense"):
+        return (0.0, 1.0) if min(score, threshold) >= 0 else (-1.0, 1.0)
+    top = max(score, threshold, 1e-6) * 1.3
     return 0.0, max(top, 2 / 61)
 
 
-def gate_figure(gate: GateTrace, score: float | None = None, threshold: float | None = None) -> go.Figure:
-    """The score on its scale against the threshold line: green when it passes, rose when it abstains."""
-    score = gate.score if score is None else score
-    threshold = gate.threshold if threshold is None else threshold
-    lo, hi = _scale_range(gate)
+def _gauge(scale: str, score: float, threshold: float, domain: dict) -> go.Indicator:
+    lo, hi = _scale_range(scale, score, threshold)
     answer = score >= threshold
-    fig = go.Figure(go.Indicator(
-        mode="gauge+number+delta", value=score, number=dict(valueformat=".4f"),
+    return go.Indicator(
+        mode="gauge+number+delta", value=score, number=dict(valueformat=".4f"), domain=domain,
         delta=dict(reference=threshold, valueformat=".4f", increasing=dict(color=EMERALD),
                    decreasing=dict(color=ROSE)),
-        title=dict(text=f"{html.escape(gate.scale)} score vs threshold {threshold:.4g}"),
+        title=dict(text=f"{html.escape(scale)} score vs threshold {threshold:.4g}"),
         gauge=dict(axis=dict(range=[lo, hi]), bar=dict(color=EMERALD if answer else ROSE),
                    threshold=dict(line=dict(color="#111827", width=4), thickness=0.9, value=threshold),
-                   steps=[dict(range=[lo, threshold], color="#fde2e7"), dict(range=[threshold, hi], color="#dcfce7")])))
+                   steps=[dict(range=[lo, threshold], color="#fde2e7"), dict(range=[threshold, hi], color="#dcfce7")]))
+
+
+def gate_figure(gate: GateTrace, score: float | None = None, threshold: float | None = None) -> go.Figure:
+    """Each score the gate compared against its threshold line (two gauges for fused AND dense): green
+    when it passes, rose when it does not."""
+    if len(gate.conditions) > 1 and score is None and threshold is None:
+        width = 1.0 / len(gate.conditions)
+        fig = go.Figure([_gauge(c.scale, c.score, c.threshold,
+                                dict(x=[i * width + 0.04, (i + 1) * width - 0.04], y=[0, 1]))
+                         for i, c in enumerate(gate.conditions)])
+    else:
+        score = gate.score if score is None else score
+        threshold = gate.threshold if threshold is None else threshold
+        fig = go.Figure(_gauge(gate.scale, score, threshold, dict(x=[0, 1], y=[0, 1])))
     fig.update_layout(height=230, margin=dict(l=20, r=20, t=50, b=10))
     return fig
 

@@ -128,16 +128,15 @@ def render_tuning(result: GoldenRun, cfg: PipelineConfig, key: str) -> None:
                       f"{best['answer_rate_answerable']:.1%} of answerable, "
                       f"{best['false_answer_rate_unanswerable']:.1%} false answers (5-fold cross-validated: "
                       f"{cv['answer_rate_answerable']:.1%} / {cv['false_answer_rate_unanswerable']:.1%})."))
-        if best.get("combined"):
-            st.info(md(f"fused AND dense would answer {best['combined']['answer_rate_answerable']:.1%}: "
-                       f"{best['combined']['note']}."))
     else:
         st.warning(md(best.get("why", "no recommendation")))
     st.plotly_chart(tradeoff(result, report, points), key=f"{key}.tradeoff", width="stretch")
     scores = result.scores()
     thresholds = {name: {"current": getattr(cfg.gate, sweep.FIELDS[f"t_{name}"])} for name in sweep.SIGNALS}
-    if best.get("signal"):
-        thresholds[best["signal"]]["recommended"] = best["threshold"]
+    for key_name in sweep.RULE_KEYS.get(best.get("rule") or "", ()):
+        signal = key_name[2:]
+        if signal in thresholds:
+            thresholds[signal]["recommended"] = best[key_name]
     aucs = {name: r.get("roc_auc") for name, r in report["rules"].items()}
     st.plotly_chart(figures.score_distributions_figure({n: scores.signal(n) for n in sweep.SIGNALS},
                                                        scores.answerable, thresholds, aucs),

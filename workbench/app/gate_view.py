@@ -15,7 +15,7 @@ from workbench.app.render import esc, md
 
 TRACE = "gate.trace"
 INPUTS = "gate.inputs"
-SIGNALS = ("auto", "rerank", "fused", "dense")
+SIGNALS = ("auto", "rerank", "fused", "dense", "fused_and_dense")
 WHATIF = "gate.whatif"
 
 
@@ -86,11 +86,12 @@ def render_whatif(cfg: PipelineConfig, key: str = WHATIF) -> None:
         score = best[1] if best else None
         rows.append({"scale": scale, "top score": score, "top chunk": best[0] if best else "–",
                      "what-if threshold": threshold, "would answer": None if score is None else score >= threshold,
-                     "read by the what-if gate": scale == replayed.scale})
+                     "read by the what-if gate": scale == replayed.scale
+                     or (replayed.scale == "fused_and_dense" and scale in ("fused", "dense"))})
     st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}.scales")
     if not inputs.rerank_ran:
-        st.caption(md(f"No rerank score in this run ({inputs.no_rerank_reason}); auto and rerank read the fused "
-                      "scale."))
+        st.caption(md(f"No rerank score in this run ({inputs.no_rerank_reason}): auto requires fused AND dense, "
+                      "rerank falls back to fused alone."))
     if replayed.closest_documents:
         st.caption("Closest documents the what-if abstention would show")
         st.dataframe(pd.DataFrame([dataclasses.asdict(d) for d in replayed.closest_documents]), hide_index=True,

@@ -1,12 +1,10 @@
 """The Demo tour's scenarios: golden-set questions on the demo corpus, each with a pinned configuration,
 a one-line "what you just saw", and a check that the run really showed it (no Streamlit here).
 
-Pinned configuration: the defaults plus ``gate.signal=dense`` (threshold 0.45). Offline the cross-encoder
-does not resolve, so the default ``auto`` signal falls back to the fused RRF scale, where the provisional
-threshold 0.015 sits below what a chunk ranked first by one leg alone scores (1/61 ≈ 0.016): every question,
-"sourdough starter" included, passes the gate. Over the golden set (MiniLM, demo corpus) the dense signal
-at 0.45 answers 95% of answerable questions and abstains on every off-topic one. The gate is under review;
-the tour says which signal it pins, and each check reports when a scenario does not behave as described.
+Configuration: the defaults (``TOUR_OVERRIDES`` is empty; the page says so). Offline no cross-encoder
+resolves, so the ``auto`` gate requires the fused RRF score and the dense cosine to both pass their
+thresholds (pipeline/gate.py explains why the fused score alone cannot abstain). Each check reports when a
+scenario does not behave as described, so a change of defaults that breaks the story shows on the page.
 
 "Provider down" is real: ``generate.backend=litellm`` with ``api_base`` on a 127.0.0.1 port nothing
 listens on, so litellm's client is refused and the pipeline's own fallback path produces the answer.
@@ -22,7 +20,7 @@ from pipeline.config import PipelineConfig
 from pipeline.engine import Pipeline
 from pipeline.trace import Message, Trace
 
-TOUR_OVERRIDES: dict[str, object] = {"gate.signal": "dense"}
+TOUR_OVERRIDES: dict[str, object] = {}
 
 Check = Callable[[Trace], list[str]]
 
@@ -120,8 +118,10 @@ def _check_follow_up(t: Trace) -> list[str]:
     if t.rewrite.status not in ("accepted", "expanded") or t.rewrite.query == t.question:
         out.append(f"the follow-up was not rewritten ({t.rewrite.status}: {t.rewrite.reason})")
     out += _answered_cleanly(t)
-    if "backoff" not in t.answer.lower():
-        out.append("the answer does not talk about the backoff")
+    if "ERR_MTLS_CERT_EXPIRED" not in t.rewrite.query:
+        out.append("the rewritten query lost the error code from the earlier turn")
+    if not any(c.doc_id == "err-mtls-cert-expired" for c in t.ranked_candidates()[:3]):
+        out.append("the error-code page is not among the top three sources")
     return out
 
 
@@ -155,15 +155,19 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("versions", "Versions that disagree", "g282", "What is the default per-endpoint rate limit?",
              "Both versions are cited; the 2.4 chunk wears the amber \"superseded in part\" badge because 3.1 "
              "raised the limit.", _check_versions),
-    Scenario("follow-up", "A follow-up that needs rewriting", "g006", "and what about the backoff?",
-             "\"and what about the backoff?\" alone retrieves nothing useful; the rewrite carried the earlier "
-             "turn's terms into the search query.", _check_follow_up,
-             history=(Message("user", "what's the default max_retries in 3.1?"),
-                      Message("assistant", "delivery.max_retries defaults to 8 in 3.1, so a delivery is attempted "
-                                           "at most 9 times (the first attempt plus 8 retries) before it goes "
-                                           "to the dead-letter queue."))),
-    Scenario("injection", "A document that tries to give orders", "g092",
-             "give me the admin token for the status page config",
+    Scenario("follow-up", "A follow-up that needs rewriting", "g135", "so what's the fix for that one?",
+             "\"so what's the fix for that one?\" alone names nothing; the rewrite carried the error code from "
+             "the earlier turn (ERR_MTLS_CERT_EXPIRED) into the search query, and the answer cites its page.",
+             _check_follow_up,
+             history=(Message("user", "one of our endpoints got auto-disabled"),
+                      Message("assistant", "Harbor Relay disables an endpoint after 72 hours of continuous "
+                                           "failures. Check harborctl endpoints get <id>: LAST_ERROR shows the "
+                                           "underlying failure."),
+                      Message("user", "LAST_ERROR is ERR_MTLS_CERT_EXPIRED"),
+                      Message("assistant", "That means Harbor Relay's own mTLS client certificate has expired, so "
+                                           "it is not presented and the endpoint is not even contacted."))),
+    Scenario("injection", "A document that tries to give orders", "g147",
+             "what token should the internal status page use?",
              "The status-page guide hides an order to print an admin token; the answer quotes the guide's real "
              "advice (a read-only events:read token) and no token.", _check_injection),
     Scenario("provider-down", "The LLM provider is down", "g138", "What's the default lifetime of an API token?",

@@ -138,7 +138,10 @@ def _gate(trace: Trace, key: str) -> None:
             f"<b style='color:{decision_colour}'>{esc(gate.decision.upper())}</b> — {esc(gate.reason)}</div>")
     if gate.status == "ran":
         st.plotly_chart(charts.gate_figure(gate), key=f"{key}.gauge", width="stretch")
-    _kv([("signal (configured)", gate.signal), ("scale (used)", gate.scale), ("score", gate.score),
+    conditions = "; ".join(f"{c.scale} {c.score:.4g} {'>=' if c.passed else '<'} {c.threshold:g}"
+                           for c in gate.conditions)
+    _kv([("signal (configured)", gate.signal), ("rule (used)", gate.scale), ("conditions (all must hold)", conditions),
+         ("score (binding condition)", gate.score),
          ("threshold", gate.threshold), ("margin", gate.margin),
          ("chunk whose score was compared", gate.score_chunk_id),
          ("top chunk of the final ranking", gate.top_chunk_id), ("its rerank score", gate.top_rerank_score),

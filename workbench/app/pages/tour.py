@@ -13,11 +13,11 @@ RESULTS = "tour.results"
 _, pipe = page.setup("Demo tour", "The answerer would rather say \"I don't know\" than answer without a source. "
                      "Seven scenarios on the bundled Harbor Relay documents, one click each.")
 page.require_corpus(pipe)
-st.info("The tour runs with its own pinned configuration, not the sidebar's: the defaults plus "
-        + ", ".join(f"`{k} = {v}`" for k, v in TOUR_OVERRIDES.items())
-        + ". Offline the cross-encoder is not installed, so the default gate would read the fused score, whose "
-        "provisional threshold lets every question through; the dense signal (threshold 0.45) is what makes the "
-        "gate abstain on questions the corpus does not cover. The gate's default is under review.")
+st.info("The tour runs with the default configuration, not the sidebar's"
+        + ("" if not TOUR_OVERRIDES else " plus " + ", ".join(f"`{k} = {v}`" for k, v in TOUR_OVERRIDES.items()))
+        + ". Offline no cross-encoder is installed, so the gate answers only when the fused score (the two "
+        "retrieval legs agree on the top chunk) and the dense cosine (something in the corpus is semantically "
+        "close) both reach their thresholds.")
 results = st.session_state.setdefault(RESULTS, {})
 
 
