@@ -219,7 +219,7 @@ def test_real_stack_retrieves_the_expected_documents_and_a_dense_gate_abstains_o
     sliced = dataclasses.replace(golden, cases=tuple(picked))
     default = evaluate.evaluate(sliced, demo_store_real, real_models, PipelineConfig(), nli=False)
     assert default.summary["recall_at_10"] >= 0.9
-    assert default.summary["stack"]["gate_scales"] == {"fused": 18}
+    assert default.summary["stack"]["gate_scales"] == {"fused_and_dense": 18}  # no cross-encoder: auto requires both
     assert "unavailable" in default.summary["stack"]["rerank_unavailable_reason"]
     dense = PipelineConfig().with_overrides({"gate.signal": "dense", "gate.confidence_threshold_dense": 0.6749})
     gated = evaluate.evaluate(sliced, demo_store_real, real_models, dense, nli=False)
