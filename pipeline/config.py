@@ -41,7 +41,8 @@ class ChunkingConfig:
 class EmbeddingConfig:
     model: str = _tunable("sentence-transformers/all-MiniLM-L6-v2",
                           "Bi-encoder for the dense leg and the citation validator.")
-    batch_size: int = _tunable(64, "Texts per embedding call during ingestion.", lo=1, hi=4096)
+    # 16 measured 24 % faster than 64 on 2 cores (less padding to the longest text of a batch; BENCHMARKS.md).
+    batch_size: int = _tunable(16, "Texts per embedding call during ingestion.", lo=1, hi=4096)
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,16 @@ class RetrieveConfig:
 
 @dataclass(frozen=True)
 class RerankConfig:
-    enabled: bool = _tunable(True, "Run the cross-encoder; when off or unavailable the gate uses the fused scale.")
+    enabled: bool = _tunable(True, "Run the cross-encoder; when off or unavailable the gate requires fused AND dense.")
     model: str = _tunable("cross-encoder/ms-marco-MiniLM-L-6-v2", "Cross-encoder checkpoint.")
-    candidates: int = _tunable(100, "Fused candidates sent to the cross-encoder.", lo=1, hi=1000)
+    # The seed reranked the fused top-100 in fp32: ~7 s on 2 CPU cores against a 300 ms budget. 20 candidates of
+    # 128 tokens in int8 is the measured setting under 1 s p95 (BENCHMARKS.md, "Rerank trade-off"); whether it
+    # stays within 1 nDCG point of reranking the top-100 needs a relevance-trained cross-encoder to check,
+    # which does not resolve offline. Raise candidates where a GPU or more cores are available.
+    candidates: int = _tunable(20, "Fused candidates sent to the cross-encoder.", lo=1, hi=1000)
     top_k: int = _tunable(10, "Candidates kept after reranking.", lo=1, hi=1000)
-    max_tokens: int = _tunable(256, "Truncate (query, passage) pairs to this many tokens.", lo=16, hi=512)
-    precision: Literal["fp32", "int8"] = _tunable("fp32", "fp32 (PyTorch) or int8 (ONNX Runtime dynamic quantisation).")
+    max_tokens: int = _tunable(128, "Truncate (query, passage) pairs to this many tokens.", lo=16, hi=512)
+    precision: Literal["fp32", "int8"] = _tunable("int8", "fp32 (PyTorch) or int8 (ONNX Runtime dynamic quantisation).")
     batch_size: int = _tunable(16, "Pairs per cross-encoder forward pass.", lo=1, hi=1024)
     early_stop: bool = _tunable(False, "Stop scoring once the gate decision can no longer change.")
 
