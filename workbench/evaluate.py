@@ -187,6 +187,17 @@ class Evaluation:
     def to_dict(self) -> dict:
         return {"summary": self.summary, "rows": [r.to_dict() for r in self.rows]}
 
+    # -- Jupyter display (workbench.eval_html: escaped, rounded, no timings) -------------------------------
+    def _repr_html_(self) -> str:
+        from workbench.eval_html import evaluation_html
+
+        return evaluation_html(self.summary, self.rows)
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        from workbench.eval_html import evaluation_text
+
+        printer.text(evaluation_text(self.summary, self.rows))
+
 
 def run_cases(cases: Sequence[GoldenCase], pipeline: Pipeline, generate: bool = True,
               progress: bool = False) -> tuple[list[tuple[GoldenCase, Trace]], list[str]]:

@@ -19,21 +19,16 @@ import re
 
 from pipeline.citations import claim_marker_verdicts, marker_verdicts
 from pipeline.trace import Trace, ValidationTrace
-
-EMERALD = "#047857"
-EMERALD_BG = "#d1fae5"
-ROSE = "#be123c"
-ROSE_BG = "#ffe4e6"
-AMBER = "#b45309"
-AMBER_BG = "#fef3c7"
-SLATE = "#64748b"
-
-VERDICT_STYLE = {
-    "supported": (EMERALD, EMERALD_BG),
-    "unsupported": (ROSE, ROSE_BG),
-    "fabricated": (ROSE, ROSE_BG),
-    "uncited": (SLATE, "#f1f5f9"),
-}
+from pipeline.trace_html import (  # noqa: F401  (one palette for the app and Jupyter; the views read render.*)
+    AMBER,
+    AMBER_BG,
+    EMERALD,
+    EMERALD_BG,
+    ROSE,
+    ROSE_BG,
+    SLATE,
+    VERDICT_STYLE,
+)
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:$=^])")
 
