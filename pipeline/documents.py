@@ -8,6 +8,17 @@ Formats (DESIGN.md): Markdown/text/HTML with optional YAML front matter (``id``,
 ``effective_date``, ``product``, plus any other keys, kept as metadata), or JSONL lines
 ``{"id", "title", "text", ...}``. HTML is converted to Markdown-like text: headings, paragraphs, lists, code
 and tables (as Markdown tables) survive; scripts, styles and hidden elements are dropped.
+
+Normalisation (:func:`normalise_text`, applied to the body, the title and string metadata). Documents are
+untrusted: a page can split "ig\u200bnore all previous instructions" with zero-width characters, reverse it
+on screen with bidi overrides (the "Trojan Source" trick), or spell it with Cyrillic look-alikes
+("Ign\u043ere"), so that neither a reader nor :func:`pipeline.prompts.instruction_signals` sees what a
+model reads. So: control characters other than tab/newline, zero-width spaces, word joiners, soft
+hyphens, BOMs and bidi embedding/override/isolate controls are removed; zero-width (non-)joiners and
+direction marks only between two Latin letters (elsewhere they shape Persian or Indic text); full-width
+ASCII and mathematical alphanumeric letters become plain ASCII; and inside a word that mixes Latin letters
+with Cyrillic or Greek ones, the look-alike letters become their Latin twins (UTS #39's mixed-script
+test: no legitimate word mixes the two; an all-Cyrillic or all-Greek word is left alone).
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ import datetime as dt
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,7 +208,7 @@ def build_document(meta: dict, body: str, source: str, fmt: str, default_id: str
     body = _normalise(body)
     if not body.strip():
         return None, "empty document (no text after the front matter); nothing to index"
-    title = metadata.pop("title", "") or fallback_title or _first_heading(body) or doc_id
+    title = metadata.pop("title", "") or normalise_text(fallback_title) or _first_heading(body) or doc_id
     return Document(doc_id=doc_id, title=title.strip(), text=body, source=source, format=fmt,
                     metadata=metadata), ""
 
@@ -244,11 +256,11 @@ def _clean_metadata(meta: dict) -> tuple[dict[str, str], str]:
                 return {}, problem
             out[key] = date
         elif isinstance(value, (str, int, float, bool)):
-            out[key] = str(value)
+            out[key] = normalise_text(str(value))
         elif isinstance(value, (dt.date, dt.datetime)):
             out[key] = value.isoformat()
         elif isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
-            out[key] = ", ".join(str(v) for v in value)
+            out[key] = normalise_text(", ".join(str(v) for v in value))
         else:
             return {}, f"front matter field {key!r} must be a plain value, got {type(value).__name__}"
     return out, ""
@@ -265,11 +277,43 @@ def _parse_date(value) -> tuple[str, str]:
         return "", f"effective_date {value!r} is not a date; use YYYY-MM-DD"
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u00ad\u180e\u200b\u2060-\u2064\ufeff"
+                      r"\u202a-\u202e\u2066-\u2069]")
+_LATIN_JOINER = re.compile(r"(?<=[A-Za-z])[\u200c-\u200f]+(?=[A-Za-z])")
+_WIDE = re.compile(r"[\uff01-\uff5e\U0001d400-\U0001d7ff]")
+_WORD = re.compile(r"[^\W\d_]+")
+# Cyrillic and Greek letters that render like a Latin letter (after Unicode's confusables.txt).
+_LOOKALIKES = str.maketrans(
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u04bb\u043a"
+    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0423\u0406\u0408\u0405"
+    "\u03b1\u03bf\u03bd\u03b9\u03ba\u03c1\u03c5\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f"
+    "\u03a1\u03a4\u03a5\u03a7",
+    "aeopcyxijsdhk"
+    "ABEKMHOPCTXYIJS"
+    "aovikpuABEZHIKMNO"
+    "PTYX")
+
+
+def _fold_word(match: re.Match) -> str:
+    word = match.group(0)
+    folded = word.translate(_LOOKALIKES)
+    if folded == word or not any("a" <= ch.lower() <= "z" for ch in word):
+        return word  # no look-alike, or no Latin letter: an ordinary Cyrillic or Greek word
+    return folded
+
+
+def normalise_text(text: str) -> str:
+    """Remove invisible format characters and fold look-alike letters (see the module docstring)."""
+    text = _CONTROL.sub("", text)
+    text = _LATIN_JOINER.sub("", text)
+    text = _WIDE.sub(lambda m: unicodedata.normalize("NFKC", m.group(0)), text)
+    return _WORD.sub(_fold_word, text)
+
+
 def _normalise(text: str) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     # Control characters other than tab/newline carry no meaning and break tokenisers and terminals.
-    text = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "", text)
-    return text.strip("\n")
+    return normalise_text(text).strip("\n")
 
 
 def _first_heading(body: str) -> str:

@@ -49,6 +49,7 @@ from pipeline.prompts import (
 from pipeline.trace import Candidate, GenerationTrace, LLMAttempt, Message, Source
 
 ECHO_CHARS = 2000       # how much of a bad reply is echoed back in the retry turn
+CHARS_PER_TOKEN_CEILING = 8
 _MARKER = re.compile(r"\[\s*(\d+(?:\s*[,;]\s*\d+)*)\s*\]")
 _JSON_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL | re.IGNORECASE)
 
@@ -131,8 +132,16 @@ def parse_answer(raw: str) -> tuple[ParsedAnswer | None, str]:
     return ParsedAnswer(answer.strip(), ids, confidence, tuple(x.strip() for x in limitations if x.strip())), ""
 
 
-def check_reply(raw: str) -> tuple[ParsedAnswer | None, str]:
-    """:func:`parse_answer`, plus the content rules a well-formed reply can still break."""
+def check_reply(raw: str, max_output_tokens: int = 0) -> tuple[ParsedAnswer | None, str]:
+    """:func:`parse_answer`, plus the content rules a well-formed reply can still break.
+
+    A reply longer than ``max_output_tokens`` could hold (at ``CHARS_PER_TOKEN_CEILING`` characters a token,
+    twice what English text averages) means the provider ignored the output limit — a runaway or looping
+    model; serving it whole would bury the user, so it is rejected like a malformed reply."""
+    ceiling = max_output_tokens * CHARS_PER_TOKEN_CEILING
+    if ceiling and len(raw) > ceiling:
+        return None, (f"the reply is {len(raw):,} characters, more than generate.max_output_tokens="
+                      f"{max_output_tokens} allows (about {ceiling:,}); answer briefly")
     parsed, error = parse_answer(raw)
     if parsed is not None and copies_example(parsed.answer):
         return None, "the answer repeats the worked example; answer the question from the numbered sources"
@@ -176,8 +185,10 @@ def offered_sources(candidates: Sequence[Candidate], max_sources: int) -> tuple[
 
 
 def flagged_sources(candidates: Sequence[Candidate]) -> tuple[int, ...]:
-    """Numbers of the sources whose text reads as instructions to a model (shown, fenced, never obeyed)."""
-    return tuple(i for i, c in enumerate(candidates, start=1) if instruction_signals(c.text))
+    """Numbers of the sources whose text, title or version reads as instructions to a model (shown, fenced,
+    never obeyed). The title and version are checked too: front matter and JSONL titles reach the prompt."""
+    return tuple(i for i, c in enumerate(candidates, start=1)
+                 if instruction_signals(f"{c.title}\n{c.version}\n{c.text}"))
 
 
 def _prompt_sources(candidates: Sequence[Candidate]) -> tuple[PromptSource, ...]:
@@ -262,7 +273,7 @@ def _with_llm(base: GenerationTrace, question: str, query: str, offered: Sequenc
             reason = f"provider {reply.error_kind or 'error'}: {reply.error}"[:300]
             return replace(_extractive(base, question, query, offered, cfg, "fallback", reason),
                            attempts=tuple(attempts), llm_calls=len(attempts))
-        parsed, parse_error = check_reply(reply.text)
+        parsed, parse_error = check_reply(reply.text, cfg.max_output_tokens)
         attempts.append(_attempt(messages, reply, parse_error))
         if parsed is not None:
             return _answered(base, parsed, len(offered), tuple(attempts))

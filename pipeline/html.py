@@ -4,9 +4,13 @@ Metadata may come from YAML front matter or from ``<meta name="id" content="..."
 wins). Headings become ``#`` lines, lists ``-``/``1.`` items, ``<pre>`` fenced code, and ``<table>`` a Markdown
 table (the first row is the header; pipes in cells are escaped), so the chunker can keep tables whole and
 repeat their header when it has to split one by rows. ``<script>``, ``<style>``, ``<noscript>``,
-``<template>``, ``<iframe>`` and hidden elements (``hidden``, ``aria-hidden="true"``, inline
-``display:none`` / ``visibility:hidden``) are removed: text a reader of the page never sees should not
-become a source the answer can quote.
+``<template>``, ``<iframe>``, comments, CDATA sections, processing instructions, the doctype and hidden
+elements are removed: text a reader of the page never sees should not become a source the answer can quote
+(a page can hide "ignore all previous instructions" from its human readers in any of these). Hidden means
+the ``hidden`` attribute, ``aria-hidden="true"``, ``<input type="hidden">``, or an inline style that makes
+the text invisible: ``display:none``, ``visibility:hidden|collapse``, ``opacity:0``, ``font-size:0``, the
+same colour as its background, or positioned far off-screen (a left/top/right offset of -999px or more).
+Stylesheet classes are not evaluated.
 """
 
 from __future__ import annotations
@@ -14,9 +18,15 @@ from __future__ import annotations
 import re
 
 from bs4 import BeautifulSoup, NavigableString, Tag
+from bs4.element import CData, Comment, Declaration, Doctype, ProcessingInstruction
 
 _DROP = ("script", "style", "noscript", "template", "iframe", "object", "embed", "svg", "head")
-_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_NOT_TEXT = (Comment, CData, ProcessingInstruction, Declaration, Doctype)
+_HIDDEN_STYLE = re.compile(
+    r"display\s*:\s*none|visibility\s*:\s*(hidden|collapse)|(?<![\w-])opacity\s*:\s*0*\.?0+\s*(%|;|$|!)"
+    r"|font-size\s*:\s*0*\.?0+\s*(px|pt|em|rem|%)?\s*(;|$|!)"
+    r"|(?<![\w-])(left|top|right|text-indent|margin-left)\s*:\s*-\s*\d{4,}", re.IGNORECASE)
+_COLOUR = re.compile(r"(?<![\w-])(color|background-color|background)\s*:\s*([^;!]+)", re.IGNORECASE)
 _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "figure",
            "figcaption", "details", "summary", "form", "fieldset", "address", "body", "html", "dl", "dd", "dt"}
 
@@ -42,6 +52,8 @@ def html_to_markdown(html: str) -> tuple[str, str]:
     title = title_tag.get_text(" ", strip=True) if title_tag else ""
     for tag in soup.find_all(_DROP):
         tag.decompose()
+    for node in soup.find_all(string=lambda text: isinstance(text, _NOT_TEXT)):
+        node.extract()
     for tag in soup.find_all(_is_hidden):
         tag.decompose()
     if not title:
@@ -58,7 +70,14 @@ def _is_hidden(tag: Tag) -> bool:
         return False
     if tag.has_attr("hidden") or str(tag.get("aria-hidden", "")).lower() == "true":
         return True
-    return bool(_HIDDEN_STYLE.search(str(tag.get("style", ""))))
+    if tag.name == "input" and str(tag.get("type", "")).lower() == "hidden":
+        return True
+    style = str(tag.get("style", ""))
+    if _HIDDEN_STYLE.search(style):
+        return True
+    colours = {m.group(1).lower(): "".join(m.group(2).lower().split()) for m in _COLOUR.finditer(style)}
+    background = colours.get("background-color") or colours.get("background")
+    return bool(colours.get("color")) and colours.get("color") == background
 
 
 def _inline(node) -> str:

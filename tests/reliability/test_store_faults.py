@@ -1,0 +1,328 @@
+"""Store faults (issue 10, part 3): a process killed in the middle of ``workbench ingest``, the embedded store
+opened by a second process while another holds it, and a damaged or missing index.
+
+``tests/pipeline/test_store.py`` covers an interrupted write by monkeypatch, a missing shard repaired in
+process, and a second ``Store.open``. Here real processes are killed with SIGKILL at several points of a real
+``workbench ingest`` (the packaged MiniLM, a corpus of 240 documents in write batches of 8), real CLI commands
+meet a held store, and the shard is damaged on disk and then opened through the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.chunking import chunk_document
+from pipeline.config import PipelineConfig
+from pipeline.documents import load_paths
+from pipeline.ingest import ingest_paths, needs_repair
+from pipeline.store import Store
+from pipeline.testing import fake_models
+from pipeline.tokenize import query_weights, to_sparse, tokenize
+from tests.reliability.rel_support import BENIGN, CLI_ENV, QUESTION, ROOT, one_line_error, workbench
+
+N_DOCS = 240
+FAST_INGEST = ["--set", "ingest.passage_vectors=false", "--set", "ingest.batch_chunks=8"]
+
+
+# == killed in the middle of ingest =======================================================================
+
+def _note(i: int, version: str) -> str:
+    word = {"old": "alphaversion", "new": "betaversion"}[version]
+    paragraphs = [f"Section {k} of operations note {i} ({word}): relay node {i} keeps queue {k} warm for "
+                  f"{i * 7 + k + (0 if version == 'old' else 1000)} seconds, and the key ring {k} rotates every "
+                  f"{i % 30 + 1} days ({word})." for k in range(4)]
+    return f"---\nid: note-{i:04d}\ntitle: Operations note {i}\n---\n# Note {i}\n\n" + "\n\n".join(paragraphs) + "\n"
+
+
+def _expected(folder: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
+    docs, problems = load_paths([folder])
+    assert not problems
+    cfg = PipelineConfig()
+    return {d.doc_id: (d.content_hash, tuple(c.text for c in chunk_document(d, cfg.chunking))) for d in docs}
+
+
+@pytest.fixture(scope="module")
+def two_versions(tmp_path_factory):
+    root = tmp_path_factory.mktemp("kill")
+    for version in ("old", "new"):
+        (root / version).mkdir()
+        for i in range(N_DOCS):
+            (root / version / f"note-{i:04d}.md").write_text(_note(i, version), encoding="utf-8")
+    with Store.open(root / "store") as store:
+        ingest_paths(store, [root / "old"], PipelineConfig(), fake_models(), progress=False)
+    return root, _expected(root / "old"), _expected(root / "new")
+
+
+def _catalogue(home: Path) -> tuple[str, set[str]]:
+    """(pending marker, content hashes) read from the catalogue without taking any lock the writer needs."""
+    con = sqlite3.connect(f"file:{home / 'store.sqlite'}?mode=ro", uri=True, timeout=5)
+    try:
+        pending = con.execute("SELECT value FROM meta WHERE key='pending'").fetchone()
+        hashes = {r[0] for r in con.execute("SELECT content_hash FROM documents")}
+    finally:
+        con.close()
+    return (pending[0] if pending else ""), hashes
+
+
+def _keyword_doc_ids(store: Store, term: str) -> set[str]:
+    indices, values = to_sparse(query_weights(tokenize(term)))
+    return {h.doc_id for h in store.keyword_search(indices, values, 1000)}
+
+
+def assert_every_document_old_or_new(home: Path, old: dict, new: dict) -> dict[str, int]:
+    """No document lost, none a mix: its chunk texts and hash are entirely one version's. Returns the counts."""
+    counts = {"old": 0, "new": 0}
+    with Store.open(home) as store:  # opened without repair: the state the kill left
+        stored = {d.doc_id: d.content_hash for d in store.documents()}
+        assert set(stored) == set(old), "a document was lost or invented"
+        state = {}
+        for doc_id in old:
+            texts = tuple(c.text for c in store.chunks(doc_id))
+            for version, expected in (("old", old), ("new", new)):
+                if texts == expected[doc_id][1] and stored[doc_id] == expected[doc_id][0]:
+                    state[doc_id] = version
+            assert doc_id in state, f"{doc_id} is a mix of versions: {texts[:1]}"
+            counts[state[doc_id]] += 1
+        if not store.damage:
+            assert store.missing_points() == [], "the catalogue names a point the index does not have"
+        # Search serves the live version only, whatever the index still holds.
+        assert _keyword_doc_ids(store, "betaversion") <= {d for d, v in state.items() if v == "new"}
+        assert _keyword_doc_ids(store, "alphaversion") <= {d for d, v in state.items() if v == "old"}
+    return counts
+
+
+def _start_ingest(root: Path, log: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "workbench.cli", "ingest", str(root / "new"), "--store",
+                             str(root / "store"), "--json", *FAST_INGEST], cwd=ROOT, env=CLI_ENV,
+                            stdout=log.open("w"), stderr=subprocess.STDOUT)
+
+
+def _kill_when(proc: subprocess.Popen, home: Path, trigger, guard_s: float = 240) -> str:
+    """SIGKILL ``proc`` as soon as ``trigger(seconds, pending, hashes)`` holds; "killed" or "finished first"."""
+    started = time.monotonic()
+    while proc.poll() is None:
+        elapsed = time.monotonic() - started
+        assert elapsed < guard_s, "ingest hung"
+        try:
+            pending, hashes = _catalogue(home)
+        except sqlite3.Error:
+            pending, hashes = "", set()
+        if trigger(elapsed, pending, hashes):
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+            return "killed"
+        time.sleep(0.01)
+    return "finished first"
+
+
+@pytest.mark.slow
+def test_ingest_killed_at_five_points_leaves_each_document_old_or_new_and_a_rerun_completes(two_versions, tmp_path):
+    root, old, new = two_versions
+    home = root / "store"
+    new_hashes = {h for h, _ in new.values()}
+    at_start = len(new_hashes & _catalogue(home)[1])
+
+    def switched(hashes) -> int:
+        return len(new_hashes & hashes)
+
+    points = [
+        ("1.5 s after start (loading the model)", lambda t, p, h: t >= 1.5),
+        ("the pending marker appears (before the first write)", lambda t, p, h: p == "1"),
+        ("the first write batch switched", lambda t, p, h: switched(h) > at_start),
+        ("half the documents switched", lambda t, p, h: switched(h) >= N_DOCS // 2),
+        ("every document switched, pending not yet cleared", lambda t, p, h: switched(h) == N_DOCS and p == "1"),
+    ]
+    outcomes = []
+    for i, (name, trigger) in enumerate(points):
+        proc = _start_ingest(root, tmp_path / f"run-{i}.log")
+        outcome = _kill_when(proc, home, trigger)
+        counts = assert_every_document_old_or_new(home, old, new)
+        outcomes.append((name, outcome, counts))
+    assert sum(o == "killed" for _, o, _ in outcomes) >= 4, outcomes
+    assert any(0 < c["new"] < N_DOCS for _, o, c in outcomes if o == "killed"), \
+        f"a kill between write batches was exercised: {outcomes}"
+
+    final = workbench("ingest", str(root / "new"), "--store", str(home), "--json", *FAST_INGEST, timeout=600)
+    assert final.returncode == 0 and "Traceback" not in final.stderr, final.stderr
+    assert assert_every_document_old_or_new(home, old, new) == {"old": 0, "new": N_DOCS}
+    with Store.open(home) as store:
+        assert not needs_repair(store) and store.meta("pending") == ""
+        assert store.orphan_points() == [] and store.index.count() == store.chunk_count()
+    print("kill points:", json.dumps(outcomes))
+
+
+def test_a_repair_that_dies_half_way_loses_no_document(tmp_path, monkeypatch):
+    from pipeline import ingest
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, text in BENIGN.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    home = tmp_path / "store"
+    with Store.open(home) as store:
+        ingest_paths(store, [corpus], PipelineConfig(), fake_models(), progress=False)
+    shutil.rmtree(home / "shard")  # every point missing: repair rebuilds all three documents
+
+    def dies(*args, **kwargs):
+        raise KeyboardInterrupt("killed while re-embedding")
+
+    with Store.open(home) as store:
+        monkeypatch.setattr(ingest, "ingest_documents", dies)
+        with pytest.raises(KeyboardInterrupt):
+            ingest.repair(store, PipelineConfig(), fake_models())
+        assert {d.doc_id for d in store.documents()} == {"mg-timeout", "mg-retries", "mg-keys"}
+    monkeypatch.undo()
+    with Store.open(home) as store:  # the next repair completes it from the kept text
+        ingest.repair(store, PipelineConfig(), fake_models())
+        assert store.missing_points() == [] and store.index.count() == store.chunk_count() > 0
+
+
+# == a second process while the store is held ==================================================================
+
+HOLDER = textwrap.dedent("""
+    import json, sys
+    from pipeline.config import PipelineConfig
+    from pipeline.engine import Pipeline
+    from pipeline.ingest import ingest_paths
+    from pipeline.store import Store
+    from pipeline.testing import fake_models
+    store = Store.open(sys.argv[1])
+    print("ready", flush=True)
+    for line in sys.stdin:
+        command, _, arg = line.strip().partition(" ")
+        if command == "search":
+            trace = Pipeline(store, fake_models(), log_runs=False).search(arg)
+            print(json.dumps([c.doc_id for c in trace.retrieval.candidates]), flush=True)
+        elif command == "ingest":
+            report = ingest_paths(store, [arg], PipelineConfig(), fake_models(), progress=False)
+            print(json.dumps(report.to_dict()), flush=True)
+        else:
+            break
+    store.close()
+    print("closed", flush=True)
+""")
+
+
+@pytest.mark.slow
+def test_a_second_process_gets_one_line_naming_qdrant_url_and_the_holder_keeps_working(benign_home, tmp_path):
+    home = benign_home / "store"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(home)], cwd=ROOT, env=CLI_ENV, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        extra = tmp_path / "extra.md"
+        extra.write_text("---\nid: mg-extra\n---\nMarlin Gateway listens on port 8080 by default.\n", encoding="utf-8")
+        for args in (["ingest", str(extra)], ["ask", QUESTION], ["search", QUESTION], ["delete", "mg-timeout"]):
+            result = workbench(*args, "--store", str(home), timeout=120)  # the guard against a hang
+            line = one_line_error(result)
+            assert result.returncode == 2
+            assert "in use by another process" in line and "QDRANT_URL" in line, line
+        # The holder is unharmed: it searches and writes.
+        holder.stdin.write(f"search {QUESTION}\n")
+        holder.stdin.flush()
+        assert "mg-timeout" in json.loads(holder.stdout.readline())
+        holder.stdin.write(f"ingest {extra}\n")
+        holder.stdin.flush()
+        assert json.loads(holder.stdout.readline())["added"] == ["mg-extra"]
+        holder.stdin.write("quit\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "closed"
+        assert holder.wait(timeout=60) == 0, holder.stderr.read()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(timeout=30)
+    with Store.open(home) as store:
+        assert store.damage == "" and not needs_repair(store), "the shard is not corrupted"
+        assert {d.doc_id for d in store.documents()} == {"mg-timeout", "mg-retries", "mg-keys", "mg-extra"}
+        assert store.index.count() == store.chunk_count()
+        store.delete_document("mg-extra")  # leave the module's store as it was
+
+
+# == a damaged or missing index ================================================================================
+
+def _first_segment(home: Path) -> Path:
+    return sorted((home / "shard" / "segments").iterdir())[0]
+
+
+def _truncate_all(folder: Path) -> None:
+    for path in folder.rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"")
+
+
+def _garbage(paths) -> None:
+    for path in paths:
+        path.write_bytes(os.urandom(4096))
+
+
+def _halve(folder: Path) -> None:
+    for path in folder.rglob("*"):
+        if path.is_file():
+            with path.open("r+b") as f:
+                f.truncate(path.stat().st_size // 2)
+
+
+DAMAGE = [
+    pytest.param(lambda h: shutil.rmtree(h / "shard"), id="index-shard-deleted"),
+    pytest.param(lambda h: (shutil.rmtree(h / "shard" / "segments"), shutil.rmtree(h / "shard" / "wal")),
+                 id="index-segments-and-wal-deleted"),
+    pytest.param(lambda h: shutil.rmtree(h / "shard" / "segments"), id="index-segments-deleted"),
+    pytest.param(lambda h: _truncate_all(h / "shard" / "segments"), id="index-segment-files-emptied"),
+    pytest.param(lambda h: _garbage((h / "shard" / "wal").iterdir()), id="index-wal-overwritten"),
+    pytest.param(lambda h: _halve(h / "shard"), id="index-every-file-cut-in-half"),
+    pytest.param(lambda h: (_first_segment(h) / "mutable_id_tracker.mappings").unlink(), id="index-id-tracker-deleted"),
+    pytest.param(lambda h: (_first_segment(h) / "vector_storage-dense" / "vectors" / "chunk_0.mmap").write_bytes(b""),
+                 id="index-dense-vectors-emptied"),
+    pytest.param(lambda h: _garbage([_first_segment(h) / "payload_storage" / "page_0.dat"]),
+                 id="index-payload-page-overwritten"),
+]
+
+
+@pytest.fixture
+def small_store(tmp_path) -> Path:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, text in BENIGN.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    home = tmp_path / "store"
+    with Store.open(home) as store:
+        ingest_paths(store, [corpus], PipelineConfig(), fake_models(), progress=False)
+    return home
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_a_damaged_index_is_detected_and_rebuilt_from_the_stored_documents_through_the_cli(small_store, damage):
+    damage(small_store)
+    first = workbench("search", QUESTION, "--store", str(small_store), "--json", timeout=300)
+    assert first.returncode == 0 and "Traceback" not in first.stderr, first.stderr
+    assert all(line.startswith("note: ") for line in first.stderr.splitlines() if line.strip()), first.stderr
+    trace = json.loads(first.stdout)
+    assert trace["retrieval"]["dense_status"] == "ran" and trace["retrieval"]["keyword_status"] == "ran"
+    candidates = trace["retrieval"]["candidates"]
+    assert {c["doc_id"] for c in candidates} == {"mg-timeout", "mg-retries", "mg-keys"}, "every stored document is back"
+    assert next(c["doc_id"] for c in candidates if c["keyword_rank"] == 1) == "mg-timeout"
+    with Store.open(small_store) as store:  # healthy after one repair: the next open has nothing to do
+        assert not needs_repair(store) and store.missing_points() == [] and store.orphan_points() == []
+        assert store.index.count() == store.chunk_count() == 3
+
+
+def test_a_catalogue_that_is_not_a_database_is_one_line_no_traceback(small_store):
+    (small_store / "store.sqlite").write_bytes(os.urandom(2048))
+    for suffix in ("-wal", "-shm"):
+        (small_store / f"store.sqlite{suffix}").unlink(missing_ok=True)
+    result = workbench("search", QUESTION, "--store", str(small_store), timeout=120)
+    line = one_line_error(result)
+    assert "store.sqlite" in line or "not a database" in line
