@@ -82,7 +82,9 @@ def ingest_paths(store: Store, paths: Iterable[str | Path], cfg: PipelineConfig,
 
 
 def ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfig, models: Models,
-                     problems: list[LoadProblem] | None = None, progress: bool = True) -> IngestReport:
+                     problems: list[LoadProblem] | None = None, progress: bool = True,
+                     rebuild: bool = False) -> IngestReport:
+    """Index ``documents``; unchanged ones (same content hash) are skipped unless ``rebuild`` (repair)."""
     embedder = models.embedder(cfg.embedding)
     notes: list[str] = []
     signature = build_signature(cfg, embedder.dim)
@@ -99,7 +101,7 @@ def ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfi
                                  if d is not None and d.doc_id not in known]
         force = True
     else:
-        force = False
+        force = rebuild
 
     existing = {d.doc_id: d for d in store.documents()}
     live_docs = [d for d in documents if not d.retracted]
@@ -306,13 +308,12 @@ def repair(store: Store, cfg: PipelineConfig, models: Models, progress: bool = F
     if missing:
         doc_ids = sorted({cid.rsplit("#", 1)[0] for cid in missing})
         docs = [d for d in (store.stored_document(doc_id) for doc_id in doc_ids) if d is not None]
-        for doc in docs:
-            store.delete_document(doc.doc_id)
-        ingest_documents(store, docs, cfg, models, progress=progress)
+        # Re-indexed in place, never deleted first: a process dying half-way must not lose a document's text.
+        ingest_documents(store, docs, cfg, models, progress=progress, rebuild=True)
         actions.append(f"rebuilt {len(missing)} missing chunks of {len(docs)} documents from the stored text")
     if actions:
         store.index.optimize()
-        store.index.flush()
+        store.index.reopen()
     store.set_meta(pending="")
     store.damage = ""
     return actions

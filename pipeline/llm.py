@@ -8,7 +8,7 @@ The extractive generator needs no model and is not a chat backend: it lives in `
 Error mapping. litellm reports most transport failures as a generic ``InternalServerError`` (a refused
 connection, a body that is not JSON and a truncated body all arrive as "500"), so the kind is read from the
 whole exception chain, most specific first: a timeout anywhere in the chain -> ``timeout``; a body that
-does not parse or stops short -> ``bad_response``; a refused or dropped connection -> ``connection``; an
+does not parse, is not UTF-8 or stops short -> ``bad_response``; a refused or dropped connection -> ``connection``; an
 HTTP 5xx -> ``server``; anything else (bad credentials, unknown model, 4xx) -> ``other``.
 
 Retries. litellm's own retry wrapper needs ``tenacity`` (not a dependency) and the OpenAI client defaults to
@@ -185,8 +185,10 @@ def classify_error(exc: BaseException) -> ErrorKind:
     texts = " | ".join(str(e) for e in chain).lower()
     if any(isinstance(e, TimeoutError) or "timeout" in n.lower() for e, n in zip(chain, names, strict=True)):
         return "timeout"
-    if (any(isinstance(e, json.JSONDecodeError) for e in chain) or "complete message body" in texts
-            or "no 'choices'" in texts):
+    # A body that is not JSON, or not even UTF-8 (litellm wraps that UnicodeDecodeError in a 500-like
+    # InternalServerError), is the provider answering badly, not being down: retrying gets the same bytes.
+    if (any(isinstance(e, (json.JSONDecodeError, UnicodeDecodeError)) for e in chain)
+            or "complete message body" in texts or "no 'choices'" in texts or "codec can't decode" in texts):
         return "bad_response"
     if any(isinstance(e, ConnectionError) or n in ("ConnectError", "APIConnectionError", "RemoteProtocolError")
            for e, n in zip(chain, names, strict=True)):

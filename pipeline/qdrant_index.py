@@ -81,6 +81,7 @@ class EdgeIndex:
             # Vacuum deleted points promptly: the IDF statistics count deleted points until they are.
             optimizers=qe.EdgeOptimizersConfig(deleted_threshold=0.0, vacuum_min_vector_number=1),
         )
+        self._config = config
         deadline = time.monotonic() + lock_wait_s
         while True:
             try:
@@ -140,7 +141,7 @@ class EdgeIndex:
         hits = []
         for p in found:
             sv = (p.vector or {}).get(SPARSE)
-            sparse = dict(zip(sv.indices, sv.values)) if sv is not None else None
+            sparse = dict(zip(sv.indices, sv.values, strict=True)) if sv is not None else None
             hits.append(IndexHit(str(p.id), float(p.score), dict(p.payload or {}), sparse))
         return _sorted_hits(hits, limit)
 
@@ -170,6 +171,12 @@ class EdgeIndex:
 
     def flush(self) -> None:
         self._shard.flush()
+
+    def reopen(self) -> None:
+        """Close and load the shard again. After a repair the engine's in-memory statistics (the sparse
+        IDF) can still count points whose id mapping was lost; a fresh load recomputes them from disk."""
+        self.close()
+        self._shard = self._qe.EdgeShard.load(str(self.path), self._config)
 
     def close(self) -> None:
         try:
@@ -241,7 +248,7 @@ class ClientIndex:
         hits = []
         for p in found:
             sv = (p.vector or {}).get(SPARSE)
-            sparse = dict(zip(sv.indices, sv.values)) if sv is not None else None
+            sparse = dict(zip(sv.indices, sv.values, strict=True)) if sv is not None else None
             hits.append(IndexHit(str(p.id), float(p.score), dict(p.payload or {}), sparse))
         return _sorted_hits(hits, limit)
 
@@ -272,6 +279,9 @@ class ClientIndex:
 
     def flush(self) -> None:
         """Writes are acknowledged with wait=True; nothing to flush."""
+
+    def reopen(self) -> None:
+        """Nothing to reload: the server keeps its own statistics."""
 
     def close(self) -> None:
         self._client.close()

@@ -39,7 +39,7 @@ import numpy as np
 
 from pipeline.documents import Chunk, Document
 from pipeline.qdrant_index import ClientIndex, EdgeIndex, IndexBusy, IndexDamaged, IndexHit, IndexPoint
-from pipeline.tokenize import idf
+from pipeline.tokenize import idf, to_sparse
 
 _POINT_NAMESPACE = uuid.UUID("6f1c8a52-3a55-4d0e-9a43-5b1f0e2d7c11")
 
@@ -178,14 +178,56 @@ class Store:
                 "ingest); stop that process and retry, or point QDRANT_URL at a Qdrant server so several "
                 "processes can share one index") from None
         except IndexDamaged as exc:
-            damaged = home / f"shard.damaged-{int(time.time())}"
-            shutil.move(str(home / "shard"), damaged)
-            store.index = EdgeIndex(home / "shard", dim, lock_wait_s=lock_wait_s)
-            store.damage = f"index could not be opened ({exc}); moved it to {damaged.name} and started a new one"
+            store._set_aside_damaged_shard(f"index could not be opened ({exc})", lock_wait_s)
         except Exception as exc:  # qdrant-client connection errors have many types
             db.close()
             raise StoreError(f"cannot reach the Qdrant index at {url}: {type(exc).__name__}: {exc}") from None
+        if isinstance(store.index, EdgeIndex) and not store.damage:
+            problem = store.probe_index()
+            if problem:
+                store.index.close()
+                store._set_aside_damaged_shard(f"index failed its health check ({problem})", lock_wait_s)
         return store
+
+    def _set_aside_damaged_shard(self, why: str, lock_wait_s: float) -> None:
+        """Move the shard aside (kept for inspection, never deleted) and start an empty one; the next repair
+        rebuilds every chunk from the catalogue's stored text."""
+        damaged = self.home / f"shard.damaged-{int(time.time())}"
+        shutil.move(str(self.home / "shard"), damaged)
+        self.index = EdgeIndex(self.home / "shard", self.dim, lock_wait_s=lock_wait_s)
+        self.damage = f"{why}; moved it to {damaged.name} and started a new one"
+
+    def probe_index(self) -> str:
+        """A cheap health check on open: one stored chunk must come back whole — its dense vector readable, its
+        payload intact, itself found by a dense query with that vector and by a keyword query with its own
+        terms, with a positive BM25 score. A shard can load and count right yet fail each of these (a
+        truncated vector file, an overwritten payload page, a lost id mapping that corrupts the IDF
+        statistics); then every search would be wrong until someone deleted the shard by hand. Returns what
+        failed, or "" when healthy (or empty)."""
+        row = self._db.execute("SELECT point_id, doc_id, terms_json FROM chunks ORDER BY point_id LIMIT 1").fetchone()
+        if row is None:
+            return ""
+        point_id, doc_id, terms_json = row
+        try:
+            vector = self.index.dense_vectors([point_id]).get(point_id) or []
+            if len(vector) != self.dim or not np.all(np.isfinite(vector)) or not np.any(vector):
+                return f"chunk point {point_id} has no readable dense vector"
+            dense = {h.point_id: h for h in self.index.query_dense(list(vector), 5)}
+            if point_id not in dense or dense[point_id].score < 0.99:
+                return "a chunk's own vector does not find it on the dense leg"
+            if dense[point_id].payload.get("doc_id") != doc_id:
+                return "a chunk's payload does not match the catalogue"
+            terms = sorted(set(json.loads(terms_json)))[:32]
+            if terms:
+                indices, values = to_sparse({t: 1.0 for t in terms})
+                sparse = self.index.query_sparse(indices, values, 50)
+                if any(h.score < 0 or not np.isfinite(h.score) for h in sparse):
+                    return "the keyword leg returns negative BM25 scores (corrupt term statistics)"
+                if point_id not in {h.point_id for h in sparse}:
+                    return "a chunk's own terms do not find it on the keyword leg"
+        except Exception as exc:  # the bindings raise bare exceptions for unreadable storage
+            return f"{type(exc).__name__}: {str(exc)[:200]}"
+        return ""
 
     def __enter__(self) -> Store:
         return self
