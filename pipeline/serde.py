@@ -26,7 +26,7 @@ def to_dict(record: Any) -> Any:
     return record
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     return get_type_hints(cls)
 
@@ -69,7 +69,7 @@ def _decode(tp: Any, value: Any, path: str) -> Any:
             return tuple(_decode(args[0], item, f"{path}[{i}]") for i, item in enumerate(value))
         if len(args) != len(value):
             raise ValueError(f"{path}: expected {len(args)} items, got {len(value)}")
-        return tuple(_decode(arg, item, f"{path}[{i}]") for i, (arg, item) in enumerate(zip(args, value)))
+        return tuple(_decode(arg, item, f"{path}[{i}]") for i, (arg, item) in enumerate(zip(args, value, strict=True)))
     if origin is dict:
         _, value_type = get_args(tp)
         if not isinstance(value, dict):

@@ -51,7 +51,8 @@ def load_config(args: argparse.Namespace):
 
 def open_store(args: argparse.Namespace, cfg=None, repair: bool = True):
     """Open the store, and repair it first if an interrupted write or a damaged index is detected."""
-    from pipeline.ingest import needs_repair, repair as repair_store
+    from pipeline.ingest import needs_repair
+    from pipeline.ingest import repair as repair_store
     from pipeline.models import default_models
     from pipeline.store import Store
 

