@@ -42,6 +42,7 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022\u2013]|\d{1,3}[.)])\s+")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_UNDERSCORE_BOLD = re.compile(r"(?<![\w`])__(?=\S)(.+?)(?<=\S)__(?![\w`])")
 _BOLD_LINE = re.compile(r"^\s*(\*\*|__)[^*_]+(\*\*|__)\s*:?\s*$")
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:[._][a-z0-9]+)+\b")
 _MAX_RANGE = 50   # "[1-100000]" is a typo, not a hundred thousand citations
@@ -213,7 +214,8 @@ def _clean(raw: str) -> str:
     code = _code_spans(raw)
     text = MARKER.sub(lambda m: m.group() if _inside(m.start(), code) else "", raw)
     text = re.sub(r"^\s{0,3}#{1,6}\s+", "", text)
-    text = re.sub(r"\*\*|__|`", "", text).replace("|", " ")
+    text = _UNDERSCORE_BOLD.sub(r"\1", text)  # only paired __bold__: window.__pwned or a __dunder is text
+    text = re.sub(r"\*\*|`", "", text).replace("|", " ")
     text = re.sub(r"^\s*>\s?", "", text)
     text = re.sub(r"\s+", " ", text).strip()
     return re.sub(r"\s+([.,;:!?])", r"\1", text)

@@ -151,3 +151,13 @@ def test_a_sentence_may_start_with_a_lower_case_config_key():
     assert claims("Retries back off [1]. delivery.max_retries defaults to 8 [2]. queue_capacity is 100000 [2].") == [
         ("Retries back off.", (1,)), ("delivery.max_retries defaults to 8.", (2,)),
         ("queue_capacity is 100000.", (2,))]
+
+
+def test_double_underscores_inside_identifiers_survive_and_paired_bold_is_unwrapped():
+    # The app shows the claim next to the answer: "window.__pwned" must not turn into "window.pwned".
+    assert claims("The widget renders window.__pwned=1 in the header [1]. Call `__init__` once [2]. "
+                  "This is __important__ [3].") == [
+        ("The widget renders window.__pwned=1 in the header.", (1,)),
+        ("Call __init__ once.", (2,)),
+        ("This is important.", (3,)),
+    ]
