@@ -21,7 +21,8 @@ Rules, each for a failure it prevents:
   rejected: models "tidy" ``ERR_TIMEOUT_502`` into "timeout error", which the keyword leg cannot match.
 - The validator rejects empty output, over 400 characters, growth > 6x that is also long in absolute
   terms (a short question may legitimately grow 6x; a long essay never is a query), more than one
-  paragraph or line (the model answered or explained), and openings like "Sure, here is" or a refusal.
+  paragraph or line (the model answered or explained), openings like "Sure, here is" or a refusal, and a
+  line that opens like an answer ("Yes: ...", "No, ..."), which keeps the identifiers yet is no question.
 - Any rejection, error reply or exception keeps the raw question as the query and records why: a bad
   rewrite must never cost the user their question.
 """
@@ -81,6 +82,8 @@ _PREAMBLE = re.compile(
     r"i'm sorry|i am sorry|sorry|i can't|i cannot|i can not|i'm unable|i am unable|i won't|i will not|"
     r"unfortunately|as an ai)\b",
     re.IGNORECASE)
+# "Yes: ERR_TIMEOUT_502 counts against ..." keeps the identifier and is one line, but it answers the question.
+_ANSWER_OPENING = re.compile(r"^\W*(yes|no|yep|nope)\s*[,:;.!\u2014]", re.IGNORECASE)
 
 
 def validate_rewrite(original: str, proposed: str, cfg: RewriteConfig) -> str:
@@ -98,6 +101,8 @@ def validate_rewrite(original: str, proposed: str, cfg: RewriteConfig) -> str:
         return f"grew {growth:.1f}x to {len(text)} characters (limit {cfg.max_growth:g}x and {cfg.long_chars})"
     if _PREAMBLE.match(text):
         return f"opens with a preamble or refusal ({text[:30]!r})"
+    if _ANSWER_OPENING.match(text):
+        return f"reads as an answer, not a question ({text[:30]!r})"
     lowered = text.lower()
     dropped = [ident for ident in identifiers(original) if ident.lower() not in lowered]
     if dropped:

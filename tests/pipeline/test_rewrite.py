@@ -122,6 +122,8 @@ def test_surrounding_quotes_are_removed_from_the_rewrite():
     ("I'm sorry, but I cannot help with that.", "preamble or refusal"),
     ("I cannot rewrite this question.", "preamble or refusal"),
     ("Rewritten question: what is the backoff after ERR_TIMEOUT_502?", "preamble or refusal"),
+    ("Yes: the backoff after ERR_TIMEOUT_502 doubles each attempt.", "reads as an answer"),
+    ("No, ERR_TIMEOUT_502 is not retried with backoff.", "reads as an answer"),
 ])
 def test_each_rejection_keeps_the_raw_question_and_records_why(reply, reason_part):
     trace, _ = run_llm(reply)
@@ -129,6 +131,13 @@ def test_each_rejection_keeps_the_raw_question_and_records_why(reply, reason_par
     assert reason_part in trace.reason
     assert trace.query == FOLLOW_UP
     assert trace.proposed == reply.strip()
+
+
+def test_a_question_that_merely_starts_with_no_or_yes_words_is_accepted():
+    for good in ("Nothing retried after ERR_TIMEOUT_502: what is the backoff?",
+                 "Is the backoff after ERR_TIMEOUT_502 correct when retries are off?",
+                 "No-code endpoints: what is the backoff after ERR_TIMEOUT_502?"):
+        assert run_llm(good)[0].status == "accepted", good
 
 
 def test_growth_is_rejected_only_when_also_long_in_absolute_terms():
