@@ -136,6 +136,7 @@ def run(query: str, retrieval: RetrievalTrace, cfg: RerankConfig, models: Models
                            candidates_in=len(pool), **base, latency_ms=_ms(started))
     scored = len(logits)
     early = scored < len(pool)
+    base["model"] = getattr(model, "name", "") or cfg.model  # the model that scored, e.g. a test fake
     return RerankTrace(status="ran", reason=_note(cfg, gate_cfg, early, scored, len(pool)),
                        candidates_in=len(pool), scored=scored, early_stopped=early,
                        candidates=_ranked(pool, logits, cfg.top_k), latency_ms=_ms(started), **base)

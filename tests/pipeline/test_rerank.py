@@ -43,6 +43,7 @@ def test_scores_are_the_sigmoid_of_the_logits_best_first():
     reranker = ScriptedReranker({3: 2.0, 7: 0.5, 1: -1.0})
     trace = rerank.run("q", _retrieval(20), _cfg(candidates=20, top_k=5), Models(reranker=reranker), GateConfig())
     assert trace.status == "ran" and trace.reason == ""
+    assert trace.model == "scripted", "the trace names the model that scored, not only the configured one"
     assert [s.chunk_id for s in trace.candidates[:3]] == ["doc3#0", "doc7#0", "doc1#0"]
     for s in trace.candidates:
         assert s.rerank_score == pytest.approx(1 / (1 + math.exp(-s.logit)))
