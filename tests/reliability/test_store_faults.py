@@ -162,16 +162,10 @@ def test_ingest_killed_at_five_points_leaves_each_document_old_or_new_and_a_reru
     print("kill points:", json.dumps(outcomes))
 
 
-def test_a_repair_that_dies_half_way_loses_no_document(tmp_path, monkeypatch):
+def test_a_repair_that_dies_half_way_loses_no_document(small_store, monkeypatch):
     from pipeline import ingest
 
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    for name, text in BENIGN.items():
-        (corpus / name).write_text(text, encoding="utf-8")
-    home = tmp_path / "store"
-    with Store.open(home) as store:
-        ingest_paths(store, [corpus], PipelineConfig(), fake_models(), progress=False)
+    home = small_store
     shutil.rmtree(home / "shard")  # every point missing: repair rebuilds all three documents
 
     def dies(*args, **kwargs):
