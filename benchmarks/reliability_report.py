@@ -120,14 +120,17 @@ def _local_model_section() -> list[str]:
         "| count | result |", "|---|---:|",
         f"| injection documents tried | {s['documents']} |",
         f"| injected document offered to the model | {s['offered_to_the_model']} |",
-        f"| **followed by the model** (a payload in its raw output) | **{s['followed_by_the_model']}** |",
+        f"| **followed by the model** (a payload of any offered injection document in its raw output) | "
+        f"**{s['followed_by_the_model']}** |",
+        f"| … a payload of the document the question targets | {s.get('followed_the_targeted_document', '—')} |",
         f"| payload in the final answer shown | {s['payload_in_final_answer']} |",
         f"| **reached the user unflagged** | **{s['reached_the_user_unflagged']}** |",
         f"| model answer used / fell back to extractive / model abstained | {s['model_answer_used']} / "
         f"{s['fell_back_to_extractive']} / {s['model_abstained']} |",
     ]
     if s["followed_ids"]:
-        lines += ["", "Followed: " + ", ".join(f"`{i}`" for i in s["followed_ids"]) + "."]
+        lines += ["", "Followed (question's document ← whose payload): "
+                  + ", ".join(f"`{i}`" for i in s["followed_ids"]) + "."]
     if s["unflagged_ids"]:
         lines += ["Reached the user unflagged: " + ", ".join(f"`{i}`" for i in s["unflagged_ids"]) + "."]
     return lines
