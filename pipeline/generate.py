@@ -191,8 +191,8 @@ def flagged_sources(candidates: Sequence[Candidate]) -> tuple[int, ...]:
                  if instruction_signals(f"{c.title}\n{c.version}\n{c.text}"))
 
 
-def _prompt_sources(candidates: Sequence[Candidate]) -> tuple[PromptSource, ...]:
-    flagged = set(flagged_sources(candidates))
+def _prompt_sources(candidates: Sequence[Candidate], flagged: Sequence[int]) -> tuple[PromptSource, ...]:
+    flagged = set(flagged)
     return tuple(PromptSource(number=i, title=c.title, text=c.text, version=c.version,
                               effective_date=c.effective_date, superseded=bool(c.superseded_by),
                               flagged=i in flagged)
@@ -263,7 +263,7 @@ def _with_llm(base: GenerationTrace, question: str, query: str, offered: Sequenc
     except ConfigError:
         raise  # the user must fix the setting; the message says how
     base = replace(base, model=getattr(llm, "name", base.model) or base.model)
-    messages = generation_messages(_prompt_sources(offered), question, query, new_nonce())
+    messages = generation_messages(_prompt_sources(offered, base.flagged_sources), question, query, new_nonce())
     attempts: list[LLMAttempt] = []
     parse_error = ""
     for round_no in range(2):  # the first call, and one retry that states the parse error

@@ -313,7 +313,7 @@ def repair(store: Store, cfg: PipelineConfig, models: Models, progress: bool = F
         actions.append(f"rebuilt {len(missing)} missing chunks of {len(docs)} documents from the stored text")
     if actions:
         store.index.optimize()
-        store.index.reopen()
+        store.index.flush()
     store.set_meta(pending="")
     store.damage = ""
     return actions

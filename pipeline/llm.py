@@ -8,8 +8,8 @@ The extractive generator needs no model and is not a chat backend: it lives in `
 Error mapping. litellm reports most transport failures as a generic ``InternalServerError`` (a refused
 connection, a body that is not JSON and a truncated body all arrive as "500"), so the kind is read from the
 whole exception chain, most specific first: a timeout anywhere in the chain -> ``timeout``; a body that
-does not parse, is not UTF-8 or stops short -> ``bad_response``; a refused or dropped connection -> ``connection``; an
-HTTP 5xx -> ``server``; anything else (bad credentials, unknown model, 4xx) -> ``other``.
+does not parse, is not UTF-8 or stops short -> ``bad_response``; a refused or dropped connection ->
+``connection``; an HTTP 5xx -> ``server``; anything else (bad credentials, unknown model, 4xx) -> ``other``.
 
 Retries. litellm's own retry wrapper needs ``tenacity`` (not a dependency) and the OpenAI client defaults to
 two silent retries, so both are switched off and this module retries transient kinds (timeout, connection,

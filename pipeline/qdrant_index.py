@@ -81,7 +81,6 @@ class EdgeIndex:
             # Vacuum deleted points promptly: the IDF statistics count deleted points until they are.
             optimizers=qe.EdgeOptimizersConfig(deleted_threshold=0.0, vacuum_min_vector_number=1),
         )
-        self._config = config
         deadline = time.monotonic() + lock_wait_s
         while True:
             try:
@@ -171,12 +170,6 @@ class EdgeIndex:
 
     def flush(self) -> None:
         self._shard.flush()
-
-    def reopen(self) -> None:
-        """Close and load the shard again. After a repair the engine's in-memory statistics (the sparse
-        IDF) can still count points whose id mapping was lost; a fresh load recomputes them from disk."""
-        self.close()
-        self._shard = self._qe.EdgeShard.load(str(self.path), self._config)
 
     def close(self) -> None:
         try:
@@ -279,9 +272,6 @@ class ClientIndex:
 
     def flush(self) -> None:
         """Writes are acknowledged with wait=True; nothing to flush."""
-
-    def reopen(self) -> None:
-        """Nothing to reload: the server keeps its own statistics."""
 
     def close(self) -> None:
         self._client.close()
