@@ -57,9 +57,12 @@ def num(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def chip(label: str, colour: str, background: str, css: str = "") -> str:
-    return (f'<span class="{esc(css)}" style="color:{colour};background:{background};border-radius:0.6em;'
-            f'padding:0 0.45em;font-weight:600;white-space:nowrap">{esc(label)}</span>')
+def chip(label: str, colour: str, background: str, title: str = "", css: str = "") -> str:
+    """A coloured label; the app (workbench.app.render) and the Jupyter displays share it."""
+    tip = f' title="{esc(title)}"' if title else ""
+    return (f'<span class="wb-chip {esc(css)}"{tip} style="color:{colour};background:{background};'
+            f'border-radius:0.6em;padding:0.05em 0.5em;font-size:0.85em;font-weight:600;white-space:nowrap">'
+            f"{esc(label)}</span>")
 
 
 def verdict_chip(verdict: str) -> str:

@@ -53,7 +53,7 @@ def parse_history(text: str) -> list[Message]:
 
 
 def _change_html(label: str, a: str, b: str, changed: bool) -> str:
-    colour, background = (render.AMBER, render.AMBER_BG) if changed else (render.SLATE, "#f1f5f9")
+    colour, background = (render.AMBER, render.AMBER_BG) if changed else (render.SLATE, render.SLATE_BG)
     state = "changed" if changed else "same"
     return (f"<div class='wb-diff wb-diff-{state}' data-diff='{esc(label)}'>"
             f"{render.chip(state, colour, background)} <b>{esc(label)}</b>: A {esc(a)} → B {esc(b)}</div>")

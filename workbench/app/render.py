@@ -14,12 +14,11 @@ sources dimmed, superseded-in-part amber.
 
 from __future__ import annotations
 
-import html
 import re
 
 from pipeline.citations import claim_marker_verdicts, marker_verdicts
 from pipeline.trace import Trace, ValidationTrace
-from pipeline.trace_html import (  # noqa: F401  (one palette for the app and Jupyter; the views read render.*)
+from pipeline.trace_html import (  # noqa: F401  (one palette and chip for the app and Jupyter; views read render.*)
     AMBER,
     AMBER_BG,
     EMERALD,
@@ -27,15 +26,14 @@ from pipeline.trace_html import (  # noqa: F401  (one palette for the app and Ju
     ROSE,
     ROSE_BG,
     SLATE,
+    SLATE_BG,
     VERDICT_STYLE,
+    chip,
+    esc,
+    verdict_chip,
 )
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:$=^])")
-
-
-def esc(text: object) -> str:
-    """HTML-escape anything (quotes included) for use inside tags we build."""
-    return html.escape(str(text), quote=True)
 
 
 def md(text: object, limit: int | None = None) -> str:
@@ -54,13 +52,6 @@ def md(text: object, limit: int | None = None) -> str:
 
 # -- pieces of HTML (all text escaped) ---------------------------------------------------------------
 
-def chip(label: str, colour: str, background: str, title: str = "", css: str = "") -> str:
-    tip = f' title="{esc(title)}"' if title else ""
-    return (f'<span class="wb-chip {esc(css)}"{tip} style="color:{colour};background:{background};'
-            f'border-radius:0.6em;padding:0.05em 0.5em;font-size:0.85em;font-weight:600;white-space:nowrap">'
-            f"{esc(label)}</span>")
-
-
 def superseded_badge(reason: str = "") -> str:
     """The amber "superseded in part" badge; the reason is its tooltip and follows it as text."""
     badge = chip("superseded in part", AMBER, AMBER_BG, title=reason, css="wb-superseded")
@@ -68,13 +59,8 @@ def superseded_badge(reason: str = "") -> str:
                     f"{esc(reason)}</span>" if reason else "")
 
 
-def verdict_chip(verdict: str) -> str:
-    colour, background = VERDICT_STYLE.get(verdict, (SLATE, "#f1f5f9"))
-    return chip(verdict, colour, background, css=f"wb-verdict wb-{verdict}")
-
-
 def marker_html(number: int, verdict: str, similarity: float | None = None) -> str:
-    colour, background = VERDICT_STYLE.get(verdict, (SLATE, "#f1f5f9"))
+    colour, background = VERDICT_STYLE.get(verdict, (SLATE, SLATE_BG))
     tip = verdict if similarity is None else f"{verdict}, similarity {similarity:.2f}"
     return (f'<span class="wb-marker wb-{esc(verdict)}" data-verdict="{esc(verdict)}" title="{esc(tip)}" '
             f'style="color:{colour};background:{background};border-radius:0.3em;padding:0 0.2em;'
@@ -144,7 +130,7 @@ def abstention_html(trace: Trace) -> str:
 
 def legend_html() -> str:
     return " ".join([verdict_chip("supported"), verdict_chip("unsupported"), chip("fabricated", ROSE, ROSE_BG),
-                     chip("not cited (dimmed)", SLATE, "#f1f5f9"), chip("superseded in part", AMBER, AMBER_BG)])
+                     chip("not cited (dimmed)", SLATE, SLATE_BG), chip("superseded in part", AMBER, AMBER_BG)])
 
 
 def source_line_html(number: int, title: str, doc_id: str, version: str, *, cited: bool,
@@ -154,7 +140,7 @@ def source_line_html(number: int, title: str, doc_id: str, version: str, *, cite
              + (f", v{esc(version)}" if version else "") + ")</span>"]
     parts += [verdict_chip(v) for v in verdicts]
     if not cited:
-        parts.append(chip("not cited", SLATE, "#f1f5f9", css="wb-uncited-chip"))
+        parts.append(chip("not cited", SLATE, SLATE_BG, css="wb-uncited-chip"))
     if superseded_reason is not None:
         parts.append(superseded_badge(superseded_reason))
     style = "opacity:0.45" if not cited else ""
