@@ -50,19 +50,5 @@ class _FaultHandler(_Handler):
 
 
 class FaultStub(OpenAIStub):
-    def start(self) -> FaultStub:
-        import threading
-        from http.server import ThreadingHTTPServer
-
-        stub = self
-
-        class Handler(_FaultHandler):
-            owner = stub
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._server.block_on_close = False
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fault-stub", daemon=True)
-        self._thread.start()
-        return self
+    def _handler_base(self) -> type:
+        return _FaultHandler

@@ -152,10 +152,14 @@ class OpenAIStub:
     def api_base(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def _handler_base(self) -> type:
+        """The request handler class; a subclass of the stub may answer more behaviours."""
+        return _Handler
+
     def start(self) -> OpenAIStub:
         stub = self
 
-        class Handler(_Handler):
+        class Handler(self._handler_base()):
             owner = stub
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
