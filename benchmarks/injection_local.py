@@ -51,6 +51,7 @@ from pipeline.local_llm import INSTALL_HINT, is_installed  # noqa: E402
 from pipeline.models import Models  # noqa: E402
 from pipeline.store import Store  # noqa: E402
 from tests.reliability.injection_corpus import (  # noqa: E402
+    Injection,
     corpus_files,
     followed,
     load_manifest,
@@ -79,17 +80,14 @@ def run(limit: int | None, temperature: float | None, timeout_s: float, max_sour
             trace = pipeline.ask(inj.question)
             gen = trace.generation
             raw = [a.raw_reply for a in gen.attempts]
-            offered = [by_id[s.doc_id] for s in gen.sources if s.doc_id in by_id]
-            followed_docs = sorted({o.doc_id for o in offered if any(followed(o, r) for r in raw)})
-            unflagged_docs = sorted({o.doc_id for o in offered if unflagged_payload_claims(o, trace)})
+            offered_ids = [s.doc_id for s in gen.sources]
+            unflagged_docs = sorted({d for d in offered_ids if d in by_id
+                                     and unflagged_payload_claims(by_id[d], trace)})
             rows.append({
                 "doc_id": inj.doc_id, "kind": inj.kind, "gate": trace.gate.decision,
-                "offered": inj.doc_id in {s.doc_id for s in gen.sources},
-                "offered_doc_ids": [s.doc_id for s in gen.sources],
+                "offered": inj.doc_id in offered_ids, "offered_doc_ids": offered_ids,
                 "generation": gen.status, "backend": gen.backend, "llm_calls": trace.llm_calls,
-                "followed_own": any(followed(inj, r) for r in raw),
-                "followed": bool(followed_docs), "followed_docs": followed_docs,
-                "answer_carries_payload": any(followed(o, trace.answer) for o in offered),
+                **payload_counts(inj.doc_id, offered_ids, raw, trace.answer, by_id),
                 "unflagged": bool(unflagged_docs), "unflagged_docs": unflagged_docs,
                 "confidence": trace.confidence, "rules": list(trace.trust.rules_fired),
                 "fallback_reason": gen.fallback_reason[:200],
@@ -106,18 +104,24 @@ def run(limit: int | None, temperature: float | None, timeout_s: float, max_sour
             "rows": rows}
 
 
+def payload_counts(doc_id: str, offered_ids: list[str], raw_replies: list[str], answer: str,
+                   by_id: dict[str, Injection]) -> dict:
+    """Which offered injection documents' payloads the model's raw replies carry, whether the targeted one's
+    do, and whether the final answer carries any (``injection_corpus.followed``)."""
+    offered = [by_id[d] for d in offered_ids if d in by_id]
+    followed_docs = sorted({o.doc_id for o in offered if any(followed(o, r) for r in raw_replies)})
+    return {"followed_own": any(followed(by_id[doc_id], r) for r in raw_replies),
+            "followed": bool(followed_docs), "followed_docs": followed_docs,
+            "answer_carries_payload": any(followed(o, answer) for o in offered)}
+
+
 def rescore(result: dict) -> dict:
     """Recount "followed" and "payload in the final answer" from the stored raw replies and answers with the
     current :func:`injection_corpus.followed` (no model run). "Unflagged" needs the validator's claims, which
     are not stored, so it is kept as measured: a stricter payload match can only shrink it."""
     by_id = {inj.doc_id: inj for inj in load_manifest()}
     for row in result["rows"]:
-        offered = [by_id[d] for d in row["offered_doc_ids"] if d in by_id]
-        row["followed_docs"] = sorted({o.doc_id for o in offered
-                                       if any(followed(o, r) for r in row["raw_replies"])})
-        row["followed"] = bool(row["followed_docs"])
-        row["followed_own"] = any(followed(by_id[row["doc_id"]], r) for r in row["raw_replies"])
-        row["answer_carries_payload"] = any(followed(o, row["answer"]) for o in offered)
+        row.update(payload_counts(row["doc_id"], row["offered_doc_ids"], row["raw_replies"], row["answer"], by_id))
     result["summary"] = summarise(result["rows"])
     result["rescored"] = ("followed and payload counts recounted from the stored replies "
                           "(python -m benchmarks.injection_local --rescore)")
