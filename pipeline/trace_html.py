@@ -128,7 +128,7 @@ def rerank_section(trace: Trace, limit: int = CANDIDATE_ROWS) -> str:
 def gate_section(trace: Trace) -> str:
     g = trace.gate
     colour, background = (EMERALD, EMERALD_BG) if g.decision == "answer" else (SLATE, SLATE_BG)
-    digits = 4 if g.scale == "fused" else 3
+    digits = 4 if g.scale.startswith("fused") else 3  # RRF scores differ in the 4th decimal
     decision = (f'<div>decision {chip(g.decision, colour, background)} — {esc(g.scale)} score '
                 f"{num(g.score, digits)} vs threshold {num(g.threshold, digits)}</div>") if g.status == "ran" else ""
     conditions = table(("scale", "score", "threshold", "passed"),

@@ -133,3 +133,9 @@ def test_a_real_run_renders_every_stage_and_an_abstention_lists_the_closest_docu
         closest_documents=(ClosestDocument("doc-<b>", "T <i>", "doc-<b>#0", 0.0161, "fused"),)), abstained=True)
     out = abstained._repr_html_()
     assert "doc-&lt;b&gt;" in out and "T &lt;i&gt;" in out and "abstained" in out
+
+
+def test_a_fused_scale_gate_shows_the_fourth_decimal_where_rrf_scores_differ():
+    gate = GateTrace(status="ran", decision="answer", scale="fused_and_dense", score=0.0325, threshold=0.03201)
+    shown = trace_html(Trace(question="q", gate=gate))
+    assert "0.0325 vs threshold 0.0320" in shown  # at 3 decimals both read 0.03x and the margin vanishes
