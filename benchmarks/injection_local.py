@@ -46,10 +46,10 @@ sys.path.insert(0, str(ROOT))
 
 from pipeline.config import PipelineConfig  # noqa: E402
 from pipeline.engine import Pipeline  # noqa: E402
-from pipeline.ingest import ingest_paths  # noqa: E402
-from pipeline.local_llm import INSTALL_HINT, is_installed  # noqa: E402
-from pipeline.models import Models  # noqa: E402
-from pipeline.store import Store  # noqa: E402
+from pipeline.ingestion.ingest import ingest_paths  # noqa: E402
+from pipeline.models.local_llm import INSTALL_HINT, is_installed  # noqa: E402
+from pipeline.models.registry import Models  # noqa: E402
+from pipeline.storage.store import Store  # noqa: E402
 from tests.reliability.injection_corpus import (  # noqa: E402
     Injection,
     corpus_files,

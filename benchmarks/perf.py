@@ -3,7 +3,7 @@
 What is measured (p50 / p95 after warm-up; every query runs once per pass, ``--passes`` passes):
 
 - **Synthetic corpus** (:mod:`benchmarks.synthetic`) at each size, ingested through the real
-  :func:`pipeline.ingest.ingest_documents` (chunker, tokenizer, BM25 weights, batched writes, passage rows).
+  :func:`pipeline.ingestion.ingest.ingest_documents` (chunker, tokenizer, BM25 weights, batched writes, passage rows).
   The *dense index* holds deterministic random unit vectors (:class:`RandomEmbedder`, hash-seeded per
   text): embedding 100k chunks with MiniLM on 2 cores takes ~3 h, and search cost does not depend on what
   the vectors mean. Queries *are* embedded by the real MiniLM, and the keyword leg is real BM25 over the
@@ -17,7 +17,7 @@ What is measured (p50 / p95 after warm-up; every query runs once per pass, ``--p
 - **Validation** of a 1-claim and a 10-claim answer over six real demo chunks with real passage vectors
   (what ingestion stores), against the same answers with the passages encoded per answer.
 - **Sweep**: ``workbench.sweep.evaluate_grid`` (the tuner's vectorised gate replay) over 300 stored
-  traces x 400 threshold pairs (20 x 20), and :func:`pipeline.gate.decide` over the same for reference.
+  traces x 400 threshold pairs (20 x 20), and :func:`pipeline.gate.stage.decide` over the same for reference.
 - **Ingestion**: chunks/s of ``ingest_documents`` with the real MiniLM (passage vectors on and off) against
   the raw embedder's chunks/s on the same chunk texts.
 
@@ -40,14 +40,17 @@ import numpy as np
 
 from benchmarks.synthetic import build_corpus, make_queries
 from benchmarks.validation import ONE_CLAIM, TEN_CLAIMS, percentile, sources_from_corpus
-from pipeline import citations, gate, generate, rerank, retrieve
 from pipeline.config import PipelineConfig
-from pipeline.ingest import ingest_documents
-from pipeline.models import Models
-from pipeline.store import Store, StoredPassages
-from pipeline.tokenize import idf as engine_idf
-from pipeline.tokenize import tokenize
+from pipeline.gate import stage as gate
+from pipeline.generation import generate
+from pipeline.ingestion.ingest import ingest_documents
+from pipeline.models.registry import Models
+from pipeline.retrieval import rerank, retrieve
+from pipeline.storage.store import Store, StoredPassages
+from pipeline.text.tokenize import idf as engine_idf
+from pipeline.text.tokenize import tokenize
 from pipeline.trace import GenerationTrace
+from pipeline.validation import citations
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -134,7 +137,7 @@ def keyword_vs_rank_bm25(store: Store, queries: list[str], cfg: PipelineConfig) 
     point_ids = sorted(terms)
     ref = EngineIdfBM25([terms[p] for p in point_ids], k1=cfg.keyword.k1, b=cfg.keyword.b)
     ours, theirs, same = [], [], 0
-    from pipeline.tokenize import query_weights, to_sparse
+    from pipeline.text.tokenize import query_weights, to_sparse
     for q in queries:
         tokens = tokenize(q)
         indices, values = to_sparse(query_weights(tokens))

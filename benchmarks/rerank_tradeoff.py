@@ -1,6 +1,6 @@
 """Rerank cost as a trade-off: candidates x max_tokens x fp32/int8 (x early stop), latency p50/p95.
 
-``python -m benchmarks.rerank_tradeoff`` times the rerank stage (:func:`pipeline.rerank.run`, the code path
+``python -m benchmarks.rerank_tradeoff`` times the rerank stage (:func:`pipeline.retrieval.rerank.run`, the code path
 the engine runs) on demo-corpus queries: each query is retrieved once (BM25 + the fake hashing embedder: it
 only decides which real demo passages get scored), then
 the fused top ``candidates`` are scored by the cross-encoder for every setting, warm-up first, settings
@@ -29,9 +29,10 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.validation import percentile
-from pipeline import rerank, retrieve
 from pipeline.config import PipelineConfig
-from pipeline.models import Models, resolve_model
+from pipeline.models.registry import Models
+from pipeline.models.resolve import resolve_model
+from pipeline.retrieval import rerank, retrieve
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 20261202
@@ -64,8 +65,8 @@ def _retrievals(cfg: PipelineConfig, store, models: Models):
 
 
 def measure(store_dir: Path, checkpoint: Path, runs: int, settings: list[tuple[int, int, str, bool]]) -> dict:
-    from pipeline.ingest import ingest_paths
-    from pipeline.store import Store
+    from pipeline.ingestion.ingest import ingest_paths
+    from pipeline.storage.store import Store
     from pipeline.testing import FakeEmbedder
 
     # retrieval only chooses which real demo passages are scored; the fake embedder keeps setup to seconds

@@ -3,7 +3,7 @@
 ``python -m benchmarks.scifact`` (or ``make bench-quality``) ingests the 5,183 abstracts into a store under
 ``bench-output/`` with the real all-MiniLM-L6-v2 embedder (one chunk per abstract: chunking is set to 4,000
 words, above the longest abstract; the indexed text is title + abstract), runs the 300 test claims through
-:func:`pipeline.retrieve.run`, and reports nDCG@10 and recall@100 for
+:func:`pipeline.retrieval.retrieve.run`, and reports nDCG@10 and recall@100 for
 
 - the keyword leg alone (BM25 with the project's tokenizer, k1 = 1.2, b = 0.75),
 - the dense leg alone (cosine over MiniLM embeddings),
@@ -33,13 +33,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline import rerank, retrieve
 from pipeline.config import PipelineConfig
-from pipeline.documents import Document
-from pipeline.ingest import ingest_documents
-from pipeline.models import Models, ModelUnavailable
-from pipeline.retrieve import _reciprocal_rank_fusion
-from pipeline.store import Store
+from pipeline.ingestion.documents import Document
+from pipeline.ingestion.ingest import ingest_documents
+from pipeline.models.registry import Models
+from pipeline.models.resolve import ModelUnavailable
+from pipeline.retrieval import rerank, retrieve
+from pipeline.retrieval.retrieve import _reciprocal_rank_fusion
+from pipeline.storage.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = "## Retrieval quality: BEIR SciFact"

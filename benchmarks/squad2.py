@@ -12,7 +12,7 @@ unanswerable questions on real data nobody here labelled?
 - **questions**: every dev question (6,078; 3,168 ``is_impossible``), or ``--sample N`` drawn with
   ``--seed`` (default 0), each run through ``Pipeline.search`` (rewrite, retrieve, rerank, gate: the gate
   decides before generation, so generation is not needed) with the answer cache and run log off;
-- **signals** read from each trace by :func:`pipeline.gate.gate_inputs`: the top rerank score (when a
+- **signals** read from each trace by :func:`pipeline.gate.stage.gate_inputs`: the top rerank score (when a
   cross-encoder resolves — offline it does not), the top fused RRF score, the best dense cosine;
 - **reported**: each signal's ROC-AUC at separating answerable (positive) from unanswerable questions,
   answer / false-answer rates at the default thresholds (and the gate's own ``auto`` decision), the same at
@@ -40,12 +40,12 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.config import PipelineConfig
-from pipeline.documents import Document
 from pipeline.engine import Pipeline
-from pipeline.gate import gate_inputs
-from pipeline.ingest import ingest_documents
-from pipeline.models import Models
-from pipeline.store import Store
+from pipeline.gate.stage import gate_inputs
+from pipeline.ingestion.documents import Document
+from pipeline.ingestion.ingest import ingest_documents
+from pipeline.models.registry import Models
+from pipeline.storage.store import Store
 from workbench.metrics import roc_auc
 from workbench.sweep import Scores, answers, best_setting, rates
 

@@ -31,9 +31,9 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from pipeline.chunking import chunk_document
 from pipeline.config import ChunkingConfig
-from pipeline.documents import Chunk, Document
+from pipeline.ingestion.chunking import chunk_document
+from pipeline.ingestion.documents import Chunk, Document
 
 GENERAL = """the a to of and in is for that on with as it be by this are or not from at you can when if
 will an your has all each one more new use used using after before only other than then also any most
@@ -208,7 +208,7 @@ def build_corpus(n_chunks: int, seed: int = 7, chunking: ChunkingConfig | None =
 def make_queries(chunks: list[Chunk], n: int, seed: int = 11) -> list[str]:
     """``n`` user-like queries drawn from ``chunks``: an identifier alone (one in four), or 2-5 content
     words of one chunk inside a question frame."""
-    from pipeline.tokenize import STOP_WORDS
+    from pipeline.text.tokenize import STOP_WORDS
 
     rng = random.Random(seed)
     out = []

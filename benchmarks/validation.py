@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.validation`` builds six numbered sources from real demo-corpus chunks (the default
 ``generate.max_sources``), two answers over them — one claim citing one source, and ten claims citing all six
-(two with two markers) — and times :func:`pipeline.citations.run` on each: warm-up runs first (model load,
+(two with two markers) — and times :func:`pipeline.validation.citations.run` on each: warm-up runs first (model load,
 allocator), then ``--runs`` timed runs alternating between the cases so drift hits all of them equally. It
 reports p50 / p95 per answer, the 10-claim / 1-claim ratio of the medians, texts per encoder call, and, for
 reference, what one encoder call per claim and cited chunk would cost (the unbatched design the one-call
@@ -20,12 +20,12 @@ import statistics
 import time
 from pathlib import Path
 
-from pipeline import citations
-from pipeline.chunking import chunk_document
 from pipeline.config import PipelineConfig
-from pipeline.documents import load_file
-from pipeline.models import Models
+from pipeline.ingestion.chunking import chunk_document
+from pipeline.ingestion.documents import load_file
+from pipeline.models.registry import Models
 from pipeline.trace import Candidate, GenerationTrace, Source
+from pipeline.validation import citations
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = "## Validation cost"

@@ -16,13 +16,16 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline import citations, gate, generate, rerank, retrieve, rewrite, trust
-from pipeline.cache import AnswerCache, cache_key
 from pipeline.config import PipelineConfig
-from pipeline.models import Models, default_models
-from pipeline.runs import RunLog
-from pipeline.store import Store
+from pipeline.gate import stage as gate
+from pipeline.generation import generate, rewrite
+from pipeline.models.registry import Models, default_models
+from pipeline.retrieval import rerank, retrieve
+from pipeline.storage.cache import AnswerCache, cache_key
+from pipeline.storage.runs import RunLog
+from pipeline.storage.store import Store
 from pipeline.trace import GenerationTrace, Message, Trace
+from pipeline.validation import citations, trust
 
 MAX_QUESTION_CHARS = 2000
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")

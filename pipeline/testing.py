@@ -19,9 +19,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from pipeline.llm import LLMReply, LLMRequest
-from pipeline.models import Models
-from pipeline.tokenize import tokenize
+from pipeline.models.llm import LLMReply, LLMRequest
+from pipeline.models.registry import Models
+from pipeline.text.tokenize import tokenize
 
 
 class FakeEmbedder:

@@ -327,14 +327,3 @@ class Trace:
 
     def with_stage(self, **stages: Any) -> Trace:
         return replace(self, **stages)
-
-    # -- Jupyter display (pipeline.trace_html: escaped, rounded, no timings or run id) ---------------------
-    def _repr_html_(self) -> str:
-        from pipeline.trace_html import trace_html
-
-        return trace_html(self)
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        from pipeline.trace_html import trace_text
-
-        printer.text(trace_text(self))

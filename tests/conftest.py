@@ -15,9 +15,9 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 from pipeline.config import PipelineConfig  # noqa: E402
-from pipeline.ingest import ingest_paths  # noqa: E402
-from pipeline.models import Models  # noqa: E402
-from pipeline.store import Store  # noqa: E402
+from pipeline.ingestion.ingest import ingest_paths  # noqa: E402
+from pipeline.models.registry import Models  # noqa: E402
+from pipeline.storage.store import Store  # noqa: E402
 from pipeline.testing import FakeEmbedder, FakeReranker  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -27,8 +27,8 @@ class CliError(Exception):
 def _known_errors() -> tuple[type[BaseException], ...]:
     from pipeline.config import ConfigError
     from pipeline.engine import QuestionError
-    from pipeline.models import ModelUnavailable
-    from pipeline.store import StoreError
+    from pipeline.models.resolve import ModelUnavailable
+    from pipeline.storage.store import StoreError
 
     return (CliError, ConfigError, StoreError, QuestionError, ModelUnavailable, FileNotFoundError)
 
@@ -51,10 +51,10 @@ def load_config(args: argparse.Namespace):
 
 def open_store(args: argparse.Namespace, cfg=None, repair: bool = True):
     """Open the store, and repair it first if an interrupted write or a damaged index is detected."""
-    from pipeline.ingest import needs_repair
-    from pipeline.ingest import repair as repair_store
-    from pipeline.models import default_models
-    from pipeline.store import Store
+    from pipeline.ingestion.ingest import needs_repair
+    from pipeline.ingestion.ingest import repair as repair_store
+    from pipeline.models.registry import default_models
+    from pipeline.storage.store import Store
 
     store = Store.open(args.store)
     if repair and cfg is not None and needs_repair(store) and not store.is_empty():
@@ -73,8 +73,8 @@ def _emit(args: argparse.Namespace, data, human: Callable[[], str]) -> None:
 # -- commands ------------------------------------------------------------------------------------------------
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from pipeline.ingest import ingest_paths
-    from pipeline.models import default_models
+    from pipeline.ingestion.ingest import ingest_paths
+    from pipeline.models.registry import default_models
 
     cfg = load_config(args)
     with open_store(args, cfg) as store:
@@ -90,7 +90,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    from pipeline.ingest import delete_document
+    from pipeline.ingestion.ingest import delete_document
 
     with open_store(args) as store:
         removed = delete_document(store, args.doc_id)
@@ -179,8 +179,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from pipeline.runs import RunLog
-    from pipeline.store import data_dir
+    from pipeline.storage.runs import RunLog
+    from pipeline.storage.store import data_dir
 
     log = RunLog(data_dir(args.store) / "runs.sqlite")
     if args.action == "show":

@@ -41,9 +41,9 @@ import numpy as np
 
 from pipeline.config import PipelineConfig
 from pipeline.engine import Pipeline, QuestionError
-from pipeline.models import Models, default_models
-from pipeline.prompts import ABSTENTION_MESSAGE
-from pipeline.store import Store, StoreError
+from pipeline.generation.prompts import ABSTENTION_MESSAGE
+from pipeline.models.registry import Models, default_models
+from pipeline.storage.store import Store, StoreError
 from pipeline.trace import Trace
 from workbench import floors as floors_mod
 from workbench.golden import GoldenCase, GoldenSet, load_golden, subset
@@ -187,16 +187,6 @@ class Evaluation:
     def to_dict(self) -> dict:
         return {"summary": self.summary, "rows": [r.to_dict() for r in self.rows]}
 
-    # -- Jupyter display (workbench.eval_html: escaped, rounded, no timings) -------------------------------
-    def _repr_html_(self) -> str:
-        from workbench.eval_html import evaluation_html
-
-        return evaluation_html(self.summary, self.rows)
-
-    def _repr_pretty_(self, printer, cycle: bool) -> None:
-        from workbench.eval_html import evaluation_text
-
-        printer.text(evaluation_text(self.summary, self.rows))
 
 
 def run_cases(cases: Sequence[GoldenCase], pipeline: Pipeline, generate: bool = True,

@@ -1,6 +1,6 @@
 """NLI citation support: a second, independent judge of the validator's verdicts (used by ``workbench eval``).
 
-The validator (``pipeline.citations``) calls a claim supported when the cosine between the claim and a
+The validator (``pipeline.validation.citations``) calls a claim supported when the cosine between the claim and a
 cited passage reaches 0.50. Cosine measures topical closeness, not entailment ("publishers never receive X"
 and "publishers receive X" score alike), so the evaluation re-checks the same claims with an entailment
 cross-encoder (default ``cross-encoder/nli-deberta-v3-small``, ``validate.nli_model``) — a model that is
@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.models import Models, ModelUnavailable
+from pipeline.models.registry import Models
+from pipeline.models.resolve import ModelUnavailable
 from pipeline.trace import Trace
 from workbench.metrics import rate, round_or_none
 

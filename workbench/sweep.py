@@ -4,13 +4,13 @@ Method:
 
 1. **Traces** come from an evaluation (``traces.jsonl``) or one ``Pipeline.search`` per case
    (:mod:`workbench.tune`); either way retrieval ran once and is never repeated here.
-2. **Scores**, once per trace, with :func:`pipeline.gate.gate_inputs` (the gate's own extraction): the top
+2. **Scores**, once per trace, with :func:`pipeline.gate.stage.gate_inputs` (the gate's own extraction): the top
    rerank score (NaN when the reranker did not run), the top fused RRF score, the best dense cosine.
 3. **Vectorised replay** (:func:`answers`): the gate's rule per signal as numpy comparisons broadcast over
    thresholds × cases — ``auto``: rerank >= t_rerank where a rerank score exists, else fused AND dense;
    ``rerank`` (falls back to fused alone); ``fused``; ``dense`` and ``fused_and_dense`` (fall back to fused
    where the dense leg returned nothing, as the gate does). :func:`replay_agrees` checks the vectorised
-   decisions against :func:`pipeline.gate.decide` on sampled threshold points; the report records it.
+   decisions against :func:`pipeline.gate.stage.decide` on sampled threshold points; the report records it.
 4. **Per signal**: ROC-AUC of answerable vs unanswerable (a missing score ranks lowest), the exact trade-off
    curve (every midpoint between two distinct observed scores is a candidate threshold, so a chosen
    threshold never sits on a case's score), the current threshold's rates, and the **best point**: the most
@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from pipeline.config import GateConfig
-from pipeline.gate import GateInputs, decide, gate_inputs
+from pipeline.gate.stage import GateInputs, decide, gate_inputs
 from pipeline.trace import Trace
 from workbench.metrics import roc_auc
 
@@ -86,7 +86,7 @@ def _passes(scores: np.ndarray, threshold) -> np.ndarray:
 def answers(s: Scores, rule: str, *, t_rerank=0.45, t_fused=0.03201, t_dense=0.595) -> np.ndarray:
     """Boolean "answer" per case, broadcast over array-valued thresholds (cases on the last axis).
 
-    The rules are the gate's (:mod:`pipeline.gate`): ``auto`` reads the rerank score where the reranker ran
+    The rules are the gate's (:mod:`pipeline.gate.stage`): ``auto`` reads the rerank score where the reranker ran
     and otherwise requires fused AND dense; ``rerank`` falls back to fused alone; ``dense`` and
     ``fused_and_dense`` fall back to fused where the dense leg returned nothing.
     """
@@ -118,7 +118,7 @@ def thresholds_of(cfg: GateConfig) -> dict[str, float]:
 
 
 def replay_decisions(s: Scores, rule: str, cfg: GateConfig) -> np.ndarray:
-    """The same decisions through :func:`pipeline.gate.decide` (slow, exact): the reference."""
+    """The same decisions through :func:`pipeline.gate.stage.decide` (slow, exact): the reference."""
     gcfg = replace(cfg, signal=rule)
     return np.array([decide(i, gcfg).decision == "answer" for i in s.inputs], dtype=bool)
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from pipeline.config import ConfigError, PipelineConfig
 from pipeline.engine import Pipeline
-from pipeline.models import default_models
+from pipeline.models.registry import default_models
 from pipeline.trace import Trace
 from workbench import figures
 from workbench.evaluate import (

@@ -11,8 +11,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pipeline.config import PipelineConfig
-from pipeline.ingest import ingest_paths
-from pipeline.store import Store
+from pipeline.ingestion.ingest import ingest_paths
+from pipeline.storage.store import Store
 from pipeline.testing import fake_models
 from workbench.app.resources import MODELS_ENV
 
@@ -107,7 +107,7 @@ def errors_of(at: AppTest) -> list[str]:
 def real_demo_home(tmp_path_factory) -> Path:
     """The demo corpus ingested with the packaged MiniLM (what `make app` serves), closed again so that a
     Streamlit subprocess can open it. Slow: about a minute on two cores."""
-    from pipeline.models import default_models
+    from pipeline.models.registry import default_models
 
     home = tmp_path_factory.mktemp("app-demo-real")
     with Store.open(home) as store:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline.engine import Pipeline
-from pipeline.models import default_models
-from pipeline.store import Store
+from pipeline.models.registry import default_models
+from pipeline.storage.store import Store
 from workbench.app.scenarios import SCENARIOS, run_scenario
 
 pytestmark = pytest.mark.slow

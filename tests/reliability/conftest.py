@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import PipelineConfig
-from pipeline.ingest import ingest_paths
-from pipeline.store import Store
+from pipeline.ingestion.ingest import ingest_paths
+from pipeline.storage.store import Store
 from pipeline.testing import fake_models
 from tests.reliability.injection_corpus import corpus_files
 from tests.reliability.rel_support import BENIGN, ROOT, workbench

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.llm import LLMReply, LLMRequest
+from pipeline.models.llm import LLMReply, LLMRequest
 from pipeline.trace import Trace
 
 HERE = Path(__file__).resolve().parent

@@ -15,12 +15,12 @@ import pytest
 
 from pipeline.config import ConfigError, PipelineConfig
 from pipeline.engine import MAX_QUESTION_CHARS, Pipeline, QuestionError
-from pipeline.ingest import ingest_paths, needs_repair
-from pipeline.prompts import ABSTENTION_MESSAGE
-from pipeline.runs import RunLog
-from pipeline.store import Store
+from pipeline.generation.prompts import ABSTENTION_MESSAGE
+from pipeline.ingestion.ingest import ingest_paths, needs_repair
+from pipeline.storage.runs import RunLog
+from pipeline.storage.store import Store
 from pipeline.testing import FakeLLM, fake_models
-from pipeline.tokenize import query_weights, to_sparse, tokenize
+from pipeline.text.tokenize import query_weights, to_sparse, tokenize
 from tests.reliability.rel_support import LLM_CFG, QUESTION, error_lines, one_line_error, workbench
 
 

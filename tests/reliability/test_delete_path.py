@@ -10,11 +10,11 @@ import sqlite3
 
 from pipeline.config import PipelineConfig
 from pipeline.engine import Pipeline
-from pipeline.ingest import ingest_paths
-from pipeline.runs import RunLog
-from pipeline.store import Store
+from pipeline.ingestion.ingest import ingest_paths
+from pipeline.storage.runs import RunLog
+from pipeline.storage.store import Store
 from pipeline.testing import FakeEmbedder, fake_models
-from pipeline.tokenize import query_weights, to_sparse, tokenize
+from pipeline.text.tokenize import query_weights, to_sparse, tokenize
 from tests.reliability.rel_support import BENIGN, QUESTION, workbench
 
 GONE = "mg-timeout"

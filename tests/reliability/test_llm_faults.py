@@ -17,7 +17,7 @@ import pytest
 
 from pipeline.config import PipelineConfig
 from pipeline.engine import Pipeline
-from pipeline.models import Models
+from pipeline.models.registry import Models
 from pipeline.testing import FakeEmbedder, FakeReranker
 from tests.reliability.fault_stub import ChunkedGarbage, FaultStub, GarbageMidBody
 from tests.reliability.rel_support import QUESTION, workbench
@@ -51,7 +51,7 @@ def cfg_for(api_base: str, timeout_s: float = 10.0, retries: int = 1) -> Pipelin
 
 def pipeline(store, cfg, tmp_path) -> Pipeline:
     # Models() builds the real litellm backend from the config; only the embedder and reranker are fakes.
-    from pipeline.cache import AnswerCache
+    from pipeline.storage.cache import AnswerCache
 
     return Pipeline(store, Models(embedder=FakeEmbedder(), reranker=FakeReranker()), cfg, log_runs=False,
                     cache=AnswerCache(tmp_path / "cache.sqlite"))

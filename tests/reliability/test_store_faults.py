@@ -22,13 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.chunking import chunk_document
 from pipeline.config import PipelineConfig
-from pipeline.documents import load_paths
-from pipeline.ingest import ingest_paths, needs_repair
-from pipeline.store import Store
+from pipeline.ingestion.chunking import chunk_document
+from pipeline.ingestion.documents import load_paths
+from pipeline.ingestion.ingest import ingest_paths, needs_repair
+from pipeline.storage.store import Store
 from pipeline.testing import fake_models
-from pipeline.tokenize import query_weights, to_sparse, tokenize
+from pipeline.text.tokenize import query_weights, to_sparse, tokenize
 from tests.reliability.rel_support import BENIGN, CLI_ENV, QUESTION, ROOT, one_line_error, workbench
 
 N_DOCS = 240
@@ -163,7 +163,7 @@ def test_ingest_killed_at_five_points_leaves_each_document_old_or_new_and_a_reru
 
 
 def test_a_repair_that_dies_half_way_loses_no_document(small_store, monkeypatch):
-    from pipeline import ingest
+    from pipeline.ingestion import ingest
 
     home = small_store
     shutil.rmtree(home / "shard")  # every point missing: repair rebuilds all three documents
@@ -188,8 +188,8 @@ HOLDER = textwrap.dedent("""
     import json, sys
     from pipeline.config import PipelineConfig
     from pipeline.engine import Pipeline
-    from pipeline.ingest import ingest_paths
-    from pipeline.store import Store
+    from pipeline.ingestion.ingest import ingest_paths
+    from pipeline.storage.store import Store
     from pipeline.testing import fake_models
     store = Store.open(sys.argv[1])
     print("ready", flush=True)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from pipeline.config import PipelineConfig
-from pipeline.prompts import ABSTENTION_MESSAGE
+from pipeline.generation.prompts import ABSTENTION_MESSAGE
 from pipeline.testing import FakeEmbedder, fake_models
 from pipeline.trace import Candidate, GateTrace, Trace
 from workbench import evaluate

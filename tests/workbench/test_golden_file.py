@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.documents import load_paths
+from pipeline.ingestion.documents import load_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "golden" / "golden.jsonl"

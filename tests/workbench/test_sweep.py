@@ -1,4 +1,4 @@
-"""workbench tune: the vectorised gate replay agrees with pipeline.gate, the recommendation is the best point
+"""workbench tune: the vectorised gate replay agrees with pipeline.gate.stage, the recommendation is the best point
 within the false-answer bound, and the report, plots and reused traces land under --out."""
 
 from __future__ import annotations

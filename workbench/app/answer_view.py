@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pipeline.citations import claim_marker_verdicts
 from pipeline.trace import Source, Trace
+from pipeline.validation.citations import claim_marker_verdicts
 from workbench.app import render
 from workbench.app.render import esc, md
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.documents import SUPPORTED_SUFFIXES
-from pipeline.ingest import IngestReport
-from pipeline.store import Store
+from pipeline.ingestion.documents import SUPPORTED_SUFFIXES
+from pipeline.ingestion.ingest import IngestReport
+from pipeline.storage.store import Store
 
 UPLOAD_TYPES = sorted(s.lstrip(".") for s in SUPPORTED_SUFFIXES)
 

@@ -13,8 +13,8 @@ import streamlit as st
 
 from pipeline.config import GateConfig, PipelineConfig
 from pipeline.engine import Pipeline
-from pipeline.models import Models
-from pipeline.store import Store
+from pipeline.models.registry import Models
+from pipeline.storage.store import Store
 from pipeline.trace import Trace
 from workbench import figures, sweep
 from workbench.app.answer_view import render_answer

@@ -1,4 +1,4 @@
-"""Gate lab rendering: what-if sliders replayed with ``pipeline.gate.decide`` on the stored gate inputs."""
+"""Gate lab rendering: what-if sliders replayed with ``pipeline.gate.stage.decide`` on the stored gate inputs."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import dataclasses
 import pandas as pd
 import streamlit as st
 
-from pipeline import gate
 from pipeline.config import GateConfig, PipelineConfig
+from pipeline.gate import stage as gate
 from pipeline.trace import Trace
 from workbench.app import charts, render
 from workbench.app.render import esc, md

@@ -13,8 +13,8 @@ import streamlit as st
 
 from pipeline.config import ConfigError, PipelineConfig
 from pipeline.engine import Pipeline, QuestionError
-from pipeline.models import ModelUnavailable
-from pipeline.store import StoreError
+from pipeline.models.resolve import ModelUnavailable
+from pipeline.storage.store import StoreError
 from workbench.app import resources
 from workbench.app.render import md
 from workbench.app.sidebar import render_sidebar

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 
-from pipeline.citations import claim_marker_verdicts, marker_verdicts
 from pipeline.trace import Trace, ValidationTrace
-from pipeline.trace_html import (  # noqa: F401  (one palette and chip for the app and Jupyter; views read render.*)
+from pipeline.validation.citations import claim_marker_verdicts, marker_verdicts
+from workbench.display.trace_html import (  # noqa: F401  (one palette and chip for the app and Jupyter; views read render.*)
     AMBER,
     AMBER_BG,
     EMERALD,

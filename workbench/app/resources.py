@@ -3,7 +3,7 @@
 Nothing else in the app loads a model or opens the store. Two environment variables choose what is built:
 
 - ``WORKBENCH_HOME``: the data directory (default ``.workbench``), as for the CLI (``make app`` sets it).
-- ``WORKBENCH_APP_MODELS``: ``default`` (the configured models, resolved by :mod:`pipeline.models`) or
+- ``WORKBENCH_APP_MODELS``: ``default`` (the configured models, resolved by :mod:`pipeline.models.registry`) or
   ``fake`` (the deterministic fakes of :mod:`pipeline.testing`: hashing embedder, term-overlap reranker,
   no LLM). ``fake`` is the test hook: AppTest sets it with a temporary ``WORKBENCH_HOME`` so page tests are
   fast and need no model files. It is also usable for a UI demo on a machine without the models, and every
@@ -21,9 +21,9 @@ from pathlib import Path
 import streamlit as st
 
 from pipeline.engine import Pipeline
-from pipeline.models import Models, default_models
-from pipeline.runs import RunLog
-from pipeline.store import Store, StoreError, data_dir
+from pipeline.models.registry import Models, default_models
+from pipeline.storage.runs import RunLog
+from pipeline.storage.store import Store, StoreError, data_dir
 
 MODELS_ENV = "WORKBENCH_APP_MODELS"
 MODEL_KINDS = ("default", "fake")

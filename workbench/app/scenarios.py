@@ -3,7 +3,7 @@ a one-line "what you just saw", and a check that the run really showed it (no St
 
 Configuration: the defaults (``TOUR_OVERRIDES`` is empty; the page says so). Offline no cross-encoder
 resolves, so the ``auto`` gate requires the fused RRF score and the dense cosine to both pass their
-thresholds (pipeline/gate.py explains why the fused score alone cannot abstain). Each check reports when a
+thresholds (pipeline/gate/stage.py explains why the fused score alone cannot abstain). Each check reports when a
 scenario does not behave as described, so a change of defaults that breaks the story shows on the page.
 
 "Provider down" is real: ``generate.backend=litellm`` with ``api_base`` on a 127.0.0.1 port nothing

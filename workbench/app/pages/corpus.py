@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from pipeline.ingest import delete_document, ingest_paths, needs_repair, repair
+from pipeline.ingestion.ingest import delete_document, ingest_paths, needs_repair, repair
 from workbench.app import page, resources
 from workbench.app.corpus_view import (
     UPLOAD_TYPES,

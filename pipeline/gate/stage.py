@@ -1,0 +1,215 @@
+"""The confidence gate: answer or abstain, decided before any LLM call.
+
+The gate compares one score with one threshold and answers when ``score >= threshold``. Which score
+(``gate.signal``):
+
+- ``auto`` (default): the top rerank score (sigmoid, [0, 1]) against ``confidence_threshold_rerank`` when
+  the reranker ran (the design's seed rule); otherwise ``fused_and_dense``. The seed's fallback — the fused
+  score alone against 0.015 — cannot abstain: whatever the dense leg ranks first already scores
+  1/61 ~ 0.0164, and the dense leg always returns something. On the golden set the fused score alone has no
+  operating point between 0 % and 10 % false answers, dense alone answers 30 % of answerable questions at
+  5 % false answers, and requiring both answers 49 % (47 % cross-validated), so without a cross-encoder
+  the gate asks for both (BENCHMARKS.md, "Golden-set evaluation").
+- ``rerank``: the same, but falling back to the fused scale is reported as a fallback in the reason.
+- ``fused``: the fused score of fused rank 1, even when the reranker ran. An RRF score measures rank
+  agreement between the legs more than relevance (:data:`pipeline.trace.FUSED_SCALE_NOTE`).
+- ``dense``: the cosine of the best dense hit (dense rank 1) against ``confidence_threshold_dense`` —
+  "is anything in the corpus semantically close at all". The best dense hit is used rather than the
+  top-ranked chunk's cosine because the top-ranked chunk may be a keyword-only hit with no cosine; both
+  are recorded (``best_dense_cosine``, ``top_dense_cosine``). Falls back to fused if the dense leg failed.
+- ``fused_and_dense``: answer only when the top fused score reaches ``confidence_threshold_fused`` AND the
+  best dense cosine reaches ``confidence_threshold_dense``: the legs agree on the top chunk *and* something
+  in the corpus is semantically close. ``score``/``threshold``/``margin`` report the binding condition
+  (the one that failed by most, or passed by least, relative to its threshold); ``conditions`` has both.
+
+Each scale reads the top of its own ranking; ``score_chunk_id`` names the chunk whose score was compared,
+``top_chunk_id`` the first chunk of the final ranking (rerank order when the reranker ran, else fused),
+and ``top_rerank_score`` / ``top_fused_score`` / ``top_dense_cosine`` describe that chunk.
+
+Abstaining returns the fixed :data:`pipeline.generation.prompts.ABSTENTION_MESSAGE`, the closest documents (distinct
+documents, best first, with the score on the scale read) and ``llm_calls_saved = 1``: the generation call
+that was not made.
+
+The decision is split in two so that it can be replayed cheaply over stored traces (the threshold sweep,
+the app's what-if sliders): :func:`gate_inputs` extracts the few numbers the gate reads from a trace's
+retrieval and rerank records once; :func:`decide` is a pure function of those and a :class:`GateConfig`
+(no I/O, no models). :func:`run` is both; :func:`replay` accepts a stored :class:`Trace`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.config import GateConfig
+from pipeline.generation.prompts import ABSTENTION_MESSAGE
+from pipeline.trace import Candidate, ClosestDocument, GateCondition, GateTrace, RerankTrace, RetrievalTrace, Trace
+
+MAX_CLOSEST = 50  # the upper bound of gate.closest_documents
+
+
+@dataclass(frozen=True)
+class GateInputs:
+    """What the gate reads from one run: a few scores and the closest documents on each scale."""
+    rerank_ran: bool = False
+    no_rerank_reason: str = ""                # why there is no rerank score
+    no_retrieval_reason: str = ""             # why there are no candidates at all
+    dense_available: bool = False
+    top_chunk_id: str = ""                    # first chunk of the final ranking
+    top_rerank_score: float | None = None     # of that chunk (= the highest rerank score)
+    top_fused_score: float | None = None      # of that chunk
+    top_dense_cosine: float | None = None     # of that chunk (None: not in the dense leg's top-k)
+    best_rerank: tuple[str, float] | None = None  # (chunk id, score) on each scale's own ranking
+    best_fused: tuple[str, float] | None = None
+    best_dense: tuple[str, float] | None = None
+    closest_rerank: tuple[ClosestDocument, ...] = ()
+    closest_fused: tuple[ClosestDocument, ...] = ()
+    closest_dense: tuple[ClosestDocument, ...] = ()
+
+
+# -- extraction (once per run) ------------------------------------------------------------------------------
+
+def _distinct_documents(ranked: list[tuple[Candidate, float]], scale: str,
+                        already: tuple[ClosestDocument, ...] = ()) -> tuple[ClosestDocument, ...]:
+    seen = {d.doc_id for d in already}
+    out = list(already)
+    for candidate, score in ranked:
+        if len(out) >= MAX_CLOSEST:
+            break
+        if candidate.doc_id not in seen:
+            seen.add(candidate.doc_id)
+            out.append(ClosestDocument(doc_id=candidate.doc_id, title=candidate.title,
+                                       chunk_id=candidate.chunk_id, score=score, scale=scale))
+    return tuple(out)
+
+
+def gate_inputs(retrieval: RetrievalTrace, rerank: RerankTrace) -> GateInputs:
+    """Extract what the gate reads; cheap, pure, and the only part that walks the candidate lists."""
+    candidates = retrieval.candidates
+    by_id = {c.chunk_id: c for c in candidates}
+    reranked = [(by_id[r.chunk_id], r.rerank_score) for r in rerank.candidates if r.chunk_id in by_id]
+    rerank_ran = rerank.status == "ran" and bool(reranked)
+    fused = [(c, c.fused_score) for c in candidates]
+    dense = sorted(((c, c.dense_score) for c in candidates if c.dense_rank is not None and c.dense_score is not None),
+                   key=lambda pair: pair[0].dense_rank)
+    top = reranked[0][0] if rerank_ran else (candidates[0] if candidates else None)
+    closest_fused = _distinct_documents(fused, "fused")
+    return GateInputs(
+        rerank_ran=rerank_ran,
+        no_rerank_reason="" if rerank_ran else _no_rerank_reason(rerank),
+        no_retrieval_reason="" if candidates else _no_retrieval_reason(retrieval),
+        dense_available=bool(dense),
+        top_chunk_id=top.chunk_id if top else "",
+        top_rerank_score=reranked[0][1] if rerank_ran else None,
+        top_fused_score=top.fused_score if top else None,
+        top_dense_cosine=top.dense_score if top else None,
+        best_rerank=(reranked[0][0].chunk_id, reranked[0][1]) if rerank_ran else None,
+        best_fused=(candidates[0].chunk_id, candidates[0].fused_score) if candidates else None,
+        best_dense=(dense[0][0].chunk_id, dense[0][1]) if dense else None,
+        closest_rerank=_distinct_documents(fused, "fused", _distinct_documents(reranked, "rerank"))
+        if rerank_ran else (),
+        closest_fused=closest_fused,
+        closest_dense=_distinct_documents(dense, "dense"))
+
+
+def _no_rerank_reason(rerank: RerankTrace) -> str:
+    if rerank.status == "ran":
+        return "the reranker scored no candidates"
+    return f"rerank {rerank.status}" + (f": {rerank.reason}" if rerank.reason else "")
+
+
+def _no_retrieval_reason(retrieval: RetrievalTrace) -> str:
+    if retrieval.status == "failed":
+        return f"retrieval failed: {retrieval.reason}"
+    if retrieval.status == "skipped":
+        return "retrieval did not run"
+    return "retrieval found no candidates"
+
+
+# -- the decision (pure, cheap) -----------------------------------------------------------------------------
+
+def _scale(inputs: GateInputs, signal: str) -> tuple[str, str]:
+    """The scale to read and, when it is not the one asked for, why."""
+    if signal in ("auto", "rerank"):
+        if inputs.rerank_ran:
+            return "rerank", ""
+        if signal == "rerank":
+            return "fused", f"gate.signal=rerank but there is no rerank score ({inputs.no_rerank_reason}); " \
+                            "fell back to the fused scale"
+        signal = "fused_and_dense"
+        note = f"no rerank score ({inputs.no_rerank_reason}); requiring fused and dense"
+        if not inputs.dense_available:
+            return "fused", note + ", but the dense leg returned nothing: fused only"
+        return signal, note
+    if signal in ("dense", "fused_and_dense") and not inputs.dense_available:
+        return "fused", f"gate.signal={signal} but the dense leg returned nothing; fell back to the fused scale"
+    return signal, ""
+
+
+def _threshold(scale: str, cfg: GateConfig) -> float:
+    return {"rerank": cfg.confidence_threshold_rerank, "fused": cfg.confidence_threshold_fused,
+            "dense": cfg.confidence_threshold_dense}[scale]
+
+
+def _condition(inputs: GateInputs, scale: str, cfg: GateConfig) -> tuple[GateCondition, str]:
+    threshold = _threshold(scale, cfg)
+    best = {"rerank": inputs.best_rerank, "fused": inputs.best_fused, "dense": inputs.best_dense}[scale]
+    if best is None:
+        return GateCondition(scale, 0.0, threshold, False), ""
+    chunk_id, score = best
+    return GateCondition(scale, score, threshold, score >= threshold), chunk_id
+
+
+def _relative_margin(c: GateCondition) -> float:
+    return (c.score - c.threshold) / max(abs(c.threshold), 1e-9)
+
+
+def decide(inputs: GateInputs, cfg: GateConfig) -> GateTrace:
+    """Answer when every condition of the chosen rule holds (score >= threshold); abstain otherwise."""
+    scale, note = _scale(inputs, cfg.signal)
+    parts = ("fused", "dense") if scale == "fused_and_dense" else (scale,)
+    checked = [_condition(inputs, part, cfg) for part in parts]
+    conditions = tuple(c for c, _ in checked)
+    binding, chunk_id = min(checked, key=lambda pair: _relative_margin(pair[0]))
+    if inputs.best_fused is None:
+        decision = "abstain"
+        why = inputs.no_retrieval_reason or f"no {scale} score"
+    else:
+        decision = "answer" if all(c.passed for c in conditions) else "abstain"
+        why = " and ".join(f"top {c.scale} score {c.score:.4g} {'>=' if c.passed else '<'} threshold {c.threshold:g}"
+                           for c in conditions)
+    closest_scale = "fused" if scale == "fused_and_dense" else scale
+    closest = {"rerank": inputs.closest_rerank, "fused": inputs.closest_fused,
+               "dense": inputs.closest_dense}[closest_scale] if decision == "abstain" else ()
+    abstain = decision == "abstain"
+    score, threshold = binding.score, binding.threshold
+    return GateTrace(
+        status="ran", decision=decision, signal=cfg.signal, scale=scale, score=score, threshold=threshold,
+        conditions=conditions,
+        margin=score - threshold, reason=f"{note}; {why}" if note else why, top_chunk_id=inputs.top_chunk_id,
+        top_rerank_score=inputs.top_rerank_score, top_fused_score=inputs.top_fused_score,
+        top_dense_cosine=inputs.top_dense_cosine, closest_documents=closest[:cfg.closest_documents],
+        abstention_message=ABSTENTION_MESSAGE if abstain else "", llm_calls_saved=1 if abstain else 0,
+        best_dense_cosine=inputs.best_dense[1] if inputs.best_dense else None, score_chunk_id=chunk_id)
+
+
+def run(retrieval: RetrievalTrace, rerank: RerankTrace, cfg: GateConfig) -> GateTrace:
+    return decide(gate_inputs(retrieval, rerank), cfg)
+
+
+def replay(source: Trace | GateInputs | tuple[RetrievalTrace, RerankTrace], cfg: GateConfig) -> GateTrace:
+    """Re-run the gate over a stored run with another config: no retrieval, no model, no I/O.
+
+    For many configs over the same run, extract once with :func:`gate_inputs` and pass the
+    :class:`GateInputs` here (or to :func:`decide`) each time.
+    """
+    if isinstance(source, GateInputs):
+        return decide(source, cfg)
+    if isinstance(source, Trace):
+        return run(source.retrieval, source.rerank, cfg)
+    retrieval, rerank = source
+    return run(retrieval, rerank, cfg)
+
+
+def llm_calls_saved(gates: list[GateTrace]) -> int:
+    """Generation calls avoided over a session or an evaluation: one per abstention."""
+    return sum(g.llm_calls_saved for g in gates)

@@ -1,0 +1,319 @@
+"""Ingestion: load → chunk → tokenize → embed (batched, with a progress bar) → write → supersession.
+
+Embedding and writing go in groups of whole documents of about ``ingest.batch_chunks`` chunks: one encoder
+call per group (the embedder sorts the group's texts by length, so its mini-batches pad little) and one
+batched write (:meth:`Store.replace_documents`: one index flush and one catalogue transaction). With
+``ingest.passage_vectors`` the same call also embeds every chunk's sentence windows, stored for the
+citation validator (:mod:`pipeline.validation.citations`) so that answering never embeds a chunk's passages.
+
+Incremental by content hash: an unchanged document is not re-chunked or re-embedded; a changed one
+replaces all its old chunks atomically (:meth:`Store.replace_document`); a document whose front matter
+says ``status: retracted`` is removed. The corpus version increments once per run that changed anything.
+
+BM25 document weights depend on the corpus's average chunk length. A fresh ingest computes it over all
+chunks before writing; an incremental one recomputes it and, when it drifted by more than
+``AVGDL_TOLERANCE``, rewrites every chunk's sparse vector (no re-embedding), so the keyword leg keeps
+scoring with the corpus's real average length.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.config import PipelineConfig
+from pipeline.ingestion.chunking import chunk_document
+from pipeline.ingestion.documents import Chunk, Document, LoadProblem, load_paths
+from pipeline.ingestion.supersede import SupersedeInput, compute_supersession
+from pipeline.models.registry import Models
+from pipeline.storage.qdrant_index import IndexPoint
+from pipeline.storage.store import DocumentWrite, Store, point_id_for
+from pipeline.text.tokenize import bm25_doc_weights, to_sparse, tokenize
+from pipeline.validation.citations import chunk_passages, passage_key
+
+AVGDL_TOLERANCE = 0.02
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    documents: int                 # valid documents found in the given paths
+    chunks: int                    # their chunks
+    embedded: int                  # chunks embedded this run (0 when nothing changed)
+    deleted: int                   # documents removed (retracted)
+    corpus_version: int
+    added: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    unchanged: int = 0
+    retracted: tuple[str, ...] = ()
+    superseded_chunks: int = 0
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"documents": self.documents, "chunks": self.chunks, "embedded": self.embedded,
+                "deleted": self.deleted, "corpus_version": self.corpus_version, "added": list(self.added),
+                "updated": list(self.updated), "unchanged": self.unchanged, "retracted": list(self.retracted),
+                "superseded_chunks": self.superseded_chunks, "problems": list(self.problems),
+                "notes": list(self.notes)}
+
+
+@dataclass
+class _Prepared:
+    doc: Document
+    chunks: list[Chunk]
+    terms: list[list[str]] = field(default_factory=list)
+
+
+def build_signature(cfg: PipelineConfig, dim: int) -> str:
+    """What the stored vectors depend on; a change means every chunk must be rebuilt."""
+    return json.dumps({"embedding": cfg.embedding.model, "dim": dim, "chunking": [cfg.chunking.max_tokens,
+                       cfg.chunking.overlap_tokens], "bm25": [cfg.keyword.k1, cfg.keyword.b]}, sort_keys=True)
+
+
+def ingest_paths(store: Store, paths: Iterable[str | Path], cfg: PipelineConfig, models: Models,
+                 progress: bool = True) -> IngestReport:
+    documents, problems = load_paths(paths)
+    return ingest_documents(store, documents, cfg, models, problems=problems, progress=progress)
+
+
+def ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfig, models: Models,
+                     problems: list[LoadProblem] | None = None, progress: bool = True,
+                     rebuild: bool = False) -> IngestReport:
+    """Index ``documents``; unchanged ones (same content hash) are skipped unless ``rebuild`` (repair)."""
+    embedder = models.embedder(cfg.embedding)
+    notes: list[str] = []
+    signature = build_signature(cfg, embedder.dim)
+    stored_signature = store.meta("build_signature")
+    if stored_signature and stored_signature != signature and not store.is_empty():
+        if json.loads(stored_signature).get("dim") != embedder.dim:
+            from pipeline.storage.store import StoreError
+            raise StoreError(f"the store at {store.home} was built with {json.loads(stored_signature)['embedding']} "
+                             f"(dimension {json.loads(stored_signature)['dim']}); delete the data directory or use "
+                             f"another --store to ingest with {cfg.embedding.model}")
+        notes.append("chunking, BM25 or embedding settings changed since the last ingest: rebuilding every document")
+        known = {d.doc_id for d in documents}
+        documents = documents + [d for d in (store.stored_document(s.doc_id) for s in store.documents())
+                                 if d is not None and d.doc_id not in known]
+        force = True
+    else:
+        force = rebuild
+
+    existing = {d.doc_id: d for d in store.documents()}
+    live_docs = [d for d in documents if not d.retracted]
+    retracted = [d.doc_id for d in documents if d.retracted and d.doc_id in existing]
+    notes.extend(f"{d.doc_id}: marked retracted; not indexed" for d in documents if d.retracted)
+    changed = [d for d in live_docs if force or d.doc_id not in existing
+               or existing[d.doc_id].content_hash != d.content_hash]
+    unchanged = len(live_docs) - len(changed)
+    changed_ids = {d.doc_id for d in changed}
+    if changed or retracted:
+        store.set_meta(pending="1")  # cleared below; if the process dies, the next open repairs
+
+    prepared = [_Prepared(doc, chunk_document(doc, cfg.chunking)) for doc in changed]
+    for p in prepared:
+        p.terms = [tokenize(c.indexed_text) for c in p.chunks]
+
+    # The average chunk length after this run: stored chunks of untouched documents plus the new ones.
+    replaced = {p.doc.doc_id for p in prepared} | set(retracted)
+    kept_lengths = [c.token_count for c in store.chunks() if c.doc_id not in replaced]
+    new_lengths = [len(t) for p in prepared for t in p.terms]
+    lengths = kept_lengths + new_lengths
+    avgdl = (sum(lengths) / len(lengths)) if lengths else 1.0
+
+    texts = [c.indexed_text for p in prepared for c in p.chunks]
+    added, updated = [], []
+    with _progress(len(texts), progress) as bar:
+        for group in _batches(prepared, cfg.ingest.batch_chunks):
+            writes = _embed_and_build(group, embedder, cfg, avgdl)
+            store.replace_documents(writes)
+            for p in group:
+                (updated if p.doc.doc_id in existing else added).append(p.doc.doc_id)
+            bar.update(sum(len(p.chunks) for p in group))
+    for doc_id in retracted:
+        store.delete_document(doc_id)
+    if updated or retracted:
+        _forget_cached_answers(store, updated + retracted)
+
+    changed_anything = bool(prepared or retracted)
+    previous_avgdl = store.avgdl
+    if changed_anything and previous_avgdl and kept_lengths and (
+            abs(avgdl - previous_avgdl) / previous_avgdl > AVGDL_TOLERANCE or force):
+        refresh_sparse(store, cfg, avgdl, skip={p.doc.doc_id for p in prepared})
+        notes.append(f"average chunk length moved {previous_avgdl:.1f} → {avgdl:.1f} tokens: "
+                     "sparse vectors of unchanged chunks rewritten")
+    superseded = 0
+    if changed_anything:
+        superseded = update_supersession(store, cfg)
+        store.index.optimize()
+        store.index.flush()
+        store.set_meta(corpus_version=store.corpus_version + 1, avgdl=avgdl, build_signature=signature,
+                       dim=embedder.dim, pending="")
+    else:
+        superseded = sum(1 for c in store.chunks() if c.superseded_by)
+    return IngestReport(
+        documents=len(live_docs), chunks=sum(len(p.chunks) for p in prepared) + _stored_chunks_of(
+            store, [d.doc_id for d in live_docs if d.doc_id not in changed_ids]),
+        embedded=len(texts), deleted=len(retracted), corpus_version=store.corpus_version, added=tuple(added),
+        updated=tuple(updated), unchanged=unchanged, retracted=tuple(retracted), superseded_chunks=superseded,
+        problems=tuple(str(p) for p in (problems or [])), notes=tuple(notes))
+
+
+def delete_document(store: Store, doc_id: str) -> int:
+    """Remove a document from both legs; bumps the corpus version. Returns chunks removed (0: unknown id)."""
+    removed = store.delete_document(doc_id)
+    if removed:
+        _forget_cached_answers(store, [doc_id])
+        store.index.optimize()
+        store.index.flush()
+        store.set_meta(corpus_version=store.corpus_version + 1)
+    return removed
+
+
+def _forget_cached_answers(store: Store, doc_ids: list[str]) -> None:
+    """No cached answer that cited a replaced or removed document is served again.
+
+    The cache key already includes the corpus version, which every change bumps; dropping the entries that
+    cite these documents makes the guarantee explicit instead of resting on one counter.
+    """
+    from pipeline.storage.cache import AnswerCache
+
+    cache = AnswerCache(store.home / "cache.sqlite")
+    try:
+        cache.invalidate_documents(doc_ids)
+    finally:
+        cache.close()
+
+
+def _stored_chunks_of(store: Store, doc_ids: list[str]) -> int:
+    return sum(d.chunk_count for d in store.documents_by_ids(doc_ids))
+
+
+def _batches(prepared: list[_Prepared], chunks_per_batch: int) -> Iterable[list[_Prepared]]:
+    """Whole documents, grouped until a group holds at least ``chunks_per_batch`` chunks."""
+    group: list[_Prepared] = []
+    size = 0
+    for p in prepared:
+        group.append(p)
+        size += len(p.chunks)
+        if size >= chunks_per_batch:
+            yield group
+            group, size = [], 0
+    if group:
+        yield group
+
+
+def _embed_and_build(group: list[_Prepared], embedder, cfg: PipelineConfig, avgdl: float) -> list[DocumentWrite]:
+    """One encoder call for the group: every chunk's indexed text and (``ingest.passage_vectors``) every
+    sentence window the citation validator will compare claims with; then the points and catalogue rows."""
+    chunks = [c for p in group for c in p.chunks]
+    texts = [c.indexed_text for c in chunks]
+    windows = [tuple(chunk_passages(c.text)[1:]) for c in chunks] if cfg.ingest.passage_vectors else []
+    vectors = np.asarray(embedder.encode(texts + [w for ws in windows for w in ws]), dtype=np.float32)
+    dense, rest = vectors[:len(texts)], vectors[len(texts):]
+    writes, offset, window_offset = [], 0, 0
+    for p in group:
+        n = len(p.chunks)
+        points, passages = [], [] if windows else None
+        rows = zip(p.chunks, p.terms, dense[offset:offset + n], range(offset, offset + n), strict=True)
+        for chunk, terms, vector, k in rows:
+            indices, values = to_sparse(bm25_doc_weights(terms, avgdl, cfg.keyword.k1, cfg.keyword.b))
+            points.append(IndexPoint(point_id_for(p.doc, chunk.ordinal), vector.tolist(), indices, values,
+                                     _payload(p.doc, chunk)))
+            if windows:
+                w = windows[k]
+                passages.append((passage_key(chunk.heading_path, chunk.text), w,
+                                 np.vstack([vector[None, :], rest[window_offset:window_offset + len(w)]])))
+                window_offset += len(w)
+        offset += n
+        writes.append(DocumentWrite(p.doc, p.chunks, points, p.terms, passages, embedder.name))
+    return writes
+
+
+def _progress(total: int, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="embedding chunks", unit="chunk", disable=not enabled or not total,
+                file=sys.stderr, leave=False)
+
+
+def _payload(doc: Document, chunk: Chunk) -> dict:
+    return {"chunk_id": chunk.chunk_id, "doc_id": doc.doc_id, "title": doc.title, "text": chunk.text,
+            "heading_path": list(chunk.heading_path), "kind": chunk.kind, "ordinal": chunk.ordinal,
+            "version": doc.version, "effective_date": doc.effective_date,
+            "product": doc.metadata.get("product", ""), "topic": doc.metadata.get("topic", ""),
+            "doc_hash": doc.content_hash, "superseded_by": [], "superseded_reason": ""}
+
+
+def refresh_sparse(store: Store, cfg: PipelineConfig, avgdl: float, skip: set[str] = frozenset()) -> int:
+    """Rewrite the BM25 sparse vectors of every live chunk (except documents in ``skip``) for ``avgdl``."""
+    skip_points = {c.point_id for c in store.chunks() if c.doc_id in skip}
+    items = []
+    for point_id, terms in store.chunk_terms().items():
+        if point_id in skip_points:
+            continue
+        indices, values = to_sparse(bm25_doc_weights(terms, avgdl, cfg.keyword.k1, cfg.keyword.b))
+        items.append((point_id, indices, values))
+    store.index.update_sparse(items)
+    return len(items)
+
+
+def update_supersession(store: Store, cfg: PipelineConfig) -> int:
+    """Recompute 'superseded in part' over the whole catalogue; returns how many chunks carry it."""
+    docs = {d.doc_id: d for d in store.documents()}
+    chunks = store.chunks()
+    items, point_ids = [], []
+    for c in chunks:
+        d = docs[c.doc_id]
+        group = d.metadata.get("product") or d.metadata.get("topic") or ""
+        items.append(SupersedeInput(c.chunk_id, c.doc_id, d.title, group, d.version, d.effective_date, c.text))
+        point_ids.append(c.point_id)
+    if not items:
+        return 0
+    dense = store.index.dense_vectors(point_ids)
+    dim = store.dim
+    vectors = np.array([dense.get(pid) or [0.0] * dim for pid in point_ids], dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = vectors / np.maximum(norms, 1e-12)
+    found = compute_supersession(items, vectors, cfg.ingest.supersede_similarity)
+    updates = {}
+    for c in chunks:
+        new = found.get(c.chunk_id, ((), ""))
+        if (tuple(c.superseded_by), c.superseded_reason) != new:
+            updates[c.chunk_id] = new
+    if updates:
+        store.set_supersession(updates)
+    return len(found)
+
+
+def needs_repair(store: Store) -> bool:
+    """Cheap check: an interrupted write, a replaced index, or point and chunk counts that disagree."""
+    return bool(store.meta("pending") or getattr(store, "damage", "")) or store.index.count() != store.chunk_count()
+
+
+def repair(store: Store, cfg: PipelineConfig, models: Models, progress: bool = False) -> list[str]:
+    """Make the index match the catalogue: drop orphan points, rebuild missing ones from stored text."""
+    actions = []
+    if getattr(store, "damage", ""):
+        actions.append(store.damage)
+    orphans = store.orphan_points()
+    if orphans:
+        store.index.delete(orphans)
+        actions.append(f"removed {len(orphans)} index points left by an interrupted write")
+    missing = store.missing_points()
+    if missing:
+        doc_ids = sorted({cid.rsplit("#", 1)[0] for cid in missing})
+        docs = [d for d in (store.stored_document(doc_id) for doc_id in doc_ids) if d is not None]
+        # Re-indexed in place, never deleted first: a process dying half-way must not lose a document's text.
+        ingest_documents(store, docs, cfg, models, progress=progress, rebuild=True)
+        actions.append(f"rebuilt {len(missing)} missing chunks of {len(docs)} documents from the stored text")
+    if actions:
+        store.index.optimize()
+        store.index.flush()
+    store.set_meta(pending="")
+    store.damage = ""
+    return actions

@@ -1,0 +1,124 @@
+"""The encoder models the stages call: a bi-encoder (embeddings), a cross-encoder (rerank logits) and an
+NLI classifier, behind the two small protocols the stages rely on. Files come from :mod:`pipeline.models.resolve`."""
+
+from __future__ import annotations
+
+import threading
+from typing import Protocol
+
+import numpy as np
+
+from pipeline.models.resolve import ModelUnavailable, quiet_transformers, resolve_model
+
+# -- protocols the stages rely on ------------------------------------------------------------------------
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+    calls: int
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """L2-normalised float32 embeddings, shape (len(texts), dim); one call = one batched forward."""
+
+
+class Reranker(Protocol):
+    name: str
+
+    def score(self, query: str, passages: list[str]) -> np.ndarray:
+        """Raw relevance logits, one per passage (the rerank stage applies the sigmoid)."""
+
+
+class SentenceEmbedder:
+    """A sentence-transformers bi-encoder; encode() counts calls so tests can prove batching."""
+
+    def __init__(self, name: str, batch_size: int = 64) -> None:
+        resolved = resolve_model(name)
+        from sentence_transformers import SentenceTransformer
+
+        quiet_transformers()
+        self.name = name
+        self.source = resolved.source
+        self.batch_size = batch_size
+        self._model = SentenceTransformer(str(resolved.path), device="cpu")
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        with self._lock:  # one forward at a time: torch already uses every core
+            self.calls += 1
+            if not texts:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            vectors = self._model.encode(list(texts), batch_size=batch_size or self.batch_size,
+                                         normalize_embeddings=True, convert_to_numpy=True,
+                                         show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class CrossEncoderReranker:
+    """A sentence-transformers CrossEncoder returning raw logits."""
+
+    def __init__(self, name: str, max_tokens: int = 256, batch_size: int = 16) -> None:
+        resolved = resolve_model(name)
+        from sentence_transformers import CrossEncoder
+
+        quiet_transformers()
+        self.name = name
+        self.source = resolved.source
+        self.batch_size = batch_size
+        self._model = CrossEncoder(str(resolved.path), max_length=max_tokens, device="cpu",
+                                   activation_fn=_identity())
+        self._lock = threading.Lock()
+
+    def score(self, query: str, passages: list[str]) -> np.ndarray:
+        with self._lock:
+            if not passages:
+                return np.zeros(0, dtype=np.float32)
+            logits = self._model.predict([(query, p) for p in passages], batch_size=self.batch_size,
+                                         show_progress_bar=False, convert_to_numpy=True)
+        return np.asarray(logits, dtype=np.float32).reshape(len(passages), -1)[:, 0]
+
+
+class NLIClassifier:
+    """An entailment cross-encoder (MNLI-style): ``predict`` returns softmax probabilities over its labels.
+
+    ``labels`` are the model's own ``id2label`` names, lower-cased, in logit order — checkpoints disagree on
+    the order (``cross-encoder/nli-deberta-v3-small``: contradiction, entailment, neutral), so callers look a
+    label up by name, never by position.
+    """
+
+    def __init__(self, name: str, max_tokens: int = 512, batch_size: int = 16) -> None:
+        resolved = resolve_model(name)
+        from sentence_transformers import CrossEncoder
+
+        quiet_transformers()
+        self.name = name
+        self.source = resolved.source
+        self.batch_size = batch_size
+        self._model = CrossEncoder(str(resolved.path), max_length=max_tokens, device="cpu",
+                                   activation_fn=_identity())
+        id2label = getattr(self._model.config, "id2label", None) or {}
+        self.labels = tuple(str(id2label.get(i, id2label.get(str(i), f"label_{i}"))).lower()
+                            for i in range(int(self._model.num_labels)))
+        if "entailment" not in self.labels:
+            raise ModelUnavailable(f"model {name!r} is not an NLI classifier: labels {self.labels} have no "
+                                   "'entailment'")
+        self._lock = threading.Lock()
+
+    def predict(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        """(premise, hypothesis) pairs → probabilities, shape (len(pairs), len(labels))."""
+        with self._lock:
+            if not pairs:
+                return np.zeros((0, len(self.labels)), dtype=np.float32)
+            logits = self._model.predict(list(pairs), batch_size=self.batch_size, show_progress_bar=False,
+                                         convert_to_numpy=True)
+        logits = np.asarray(logits, dtype=np.float64).reshape(len(pairs), len(self.labels))
+        shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return (shifted / shifted.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+def _identity():
+    import torch
+
+    return torch.nn.Identity()

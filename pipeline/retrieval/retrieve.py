@@ -1,0 +1,207 @@
+"""Retrieval: a dense leg and a BM25 keyword leg over the same Qdrant points, fused by reciprocal rank.
+
+Dense leg: the query is embedded with the configured bi-encoder and the index returns the
+``retrieve.dense_top_k`` nearest chunks by cosine similarity.
+
+Keyword leg: the query is tokenized with the project's identifier-preserving tokenizer
+(:mod:`pipeline.text.tokenize`; ``ERR_TIMEOUT_502`` stays one token), each term weighted by its count in the
+query, and the index returns the ``retrieve.keyword_top_k`` chunks with the highest BM25 score
+
+    score(d) = sum_t count_q(t) * idf(t) * w(t, d)
+
+where ``w(t, d)`` is the chunk's stored term-frequency weight and ``idf`` the engine's IDF modifier. Each
+hit keeps the terms it matched with their share of that sum (:class:`MatchedTerm`), so a researcher sees
+why a chunk matched; the shares are rebuilt from the hit's stored sparse vector and the catalogue's IDF
+and add up to the engine's score.
+
+Fusion: reciprocal-rank fusion (Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion outperforms Condorcet
+and individual Rank Learning Methods", SIGIR 2009):
+
+    fused(d) = sum over legs l of  weight_l / (k + rank_l(d))
+
+with 1-based ranks and k = 60 by default; a leg that did not return ``d`` contributes nothing. RRF uses
+only ranks, so the two legs' incomparable raw scores (a cosine, an unbounded BM25 sum) never need to be
+normalised. The price is the scale: with two legs the maximum is 2/61 ~ 0.033 and a chunk ranked first
+by one leg only scores 1/61 ~ 0.016 (:data:`pipeline.trace.FUSED_SCALE_NOTE`), so a fused threshold
+measures whether the legs agree rather than how relevant the top chunk is.
+
+Ties in fused score are broken by the better single-leg rank, then by chunk id, so the same index always
+yields the same order. A leg that fails (the embedder raised, the index is unreachable) is recorded and
+the other leg still runs; only when no leg produced a result is the stage marked ``failed``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pipeline.config import PipelineConfig
+from pipeline.models.registry import Models
+from pipeline.storage.store import SearchHit, Store
+from pipeline.text.tokenize import query_weights, term_id, to_sparse, tokenize
+from pipeline.trace import Candidate, MatchedTerm, RetrievalTrace
+
+
+@dataclass(frozen=True)
+class FusedItem:
+    """One item of a fused list: its id, fused score, and each leg's rank and contribution (legs in order)."""
+    item_id: str
+    fused_score: float
+    ranks: tuple[int | None, ...]
+    contributions: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class _Leg:
+    """What one leg returned: hits in rank order, or why it returned none."""
+    hits: tuple[SearchHit, ...] = ()
+    status: str = "ran"          # ran | failed | no-terms
+    error: str = ""
+    elapsed_ms: float = 0.0
+
+
+def _reciprocal_rank_fusion(ranked_lists: Sequence[Sequence[str]], k: int,
+                            weights: Sequence[float] | None = None) -> list[FusedItem]:
+    """Fuse ranked id lists (best first) by RRF; returns every id once, best fused score first.
+
+    An id repeated within one list keeps its first (best) rank there. Ties are broken by the best rank the
+    item has on any leg, then by id.
+    """
+    if k < 1:
+        raise ValueError(f"RRF k must be at least 1; got {k}")
+    weights = tuple(weights) if weights is not None else (1.0,) * len(ranked_lists)
+    if len(weights) != len(ranked_lists):
+        raise ValueError(f"{len(ranked_lists)} ranked lists but {len(weights)} weights")
+    ranks: dict[str, list[int | None]] = {}
+    for leg, ids in enumerate(ranked_lists):
+        for rank, item_id in enumerate(ids, start=1):
+            slot = ranks.setdefault(item_id, [None] * len(ranked_lists))
+            if slot[leg] is None:
+                slot[leg] = rank
+    items = []
+    for item_id, item_ranks in ranks.items():
+        contributions = tuple(0.0 if r is None else w / (k + r) for r, w in zip(item_ranks, weights, strict=True))
+        items.append(FusedItem(item_id, math.fsum(contributions), tuple(item_ranks), contributions))
+    items.sort(key=lambda it: (-it.fused_score, min(r for r in it.ranks if r is not None), it.item_id))
+    return items
+
+
+def _matched_terms(weights: dict[str, float], hit: SearchHit, idfs: dict[str, float]) -> tuple[MatchedTerm, ...]:
+    """Each query term found in the hit's sparse vector, with its share of the BM25 score, largest first."""
+    if not hit.sparse:
+        return ()
+    out = []
+    for term, q_weight in weights.items():
+        doc_weight = hit.sparse.get(term_id(term))
+        if doc_weight is None:
+            continue
+        term_idf = idfs.get(term, 0.0)
+        out.append(MatchedTerm(term=term, query_weight=q_weight, doc_weight=float(doc_weight), idf=term_idf,
+                               contribution=q_weight * float(doc_weight) * term_idf))
+    out.sort(key=lambda m: (-m.contribution, m.term))
+    return tuple(out)
+
+
+def _elapsed_ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 3)
+
+
+def _dense_leg(query: str, cfg: PipelineConfig, store: Store, models: Models) -> tuple[_Leg, float]:
+    """Embed the query and search; returns the leg and the embedding time."""
+    t0 = time.perf_counter()
+    try:
+        vector = models.embedder(cfg.embedding).encode([query])[0]
+    except Exception as exc:  # a model failure degrades to keyword-only retrieval
+        return _Leg(status="failed", error=f"query embedding failed: {type(exc).__name__}: {exc}",
+                    elapsed_ms=_elapsed_ms(t0)), _elapsed_ms(t0)
+    embed_ms = _elapsed_ms(t0)
+    t1 = time.perf_counter()
+    try:
+        hits = store.dense_search([float(x) for x in vector], cfg.retrieve.dense_top_k)
+    except Exception as exc:
+        return _Leg(status="failed", error=f"dense search failed: {type(exc).__name__}: {exc}",
+                    elapsed_ms=_elapsed_ms(t1)), embed_ms
+    return _Leg(hits=tuple(hits), elapsed_ms=_elapsed_ms(t1)), embed_ms
+
+
+def _keyword_leg(weights: dict[str, float], cfg: PipelineConfig, store: Store) -> _Leg:
+    t0 = time.perf_counter()
+    if not weights:
+        return _Leg(status="no-terms", error="the query has no keyword terms (only stop words or punctuation)")
+    indices, values = to_sparse(weights)
+    try:
+        hits = store.keyword_search(indices, values, cfg.retrieve.keyword_top_k)
+    except Exception as exc:
+        return _Leg(status="failed", error=f"keyword search failed: {type(exc).__name__}: {exc}",
+                    elapsed_ms=_elapsed_ms(t0))
+    return _Leg(hits=tuple(hits), elapsed_ms=_elapsed_ms(t0))
+
+
+def _candidate(hit: SearchHit, item: FusedItem, fused_rank: int, dense: SearchHit | None,
+               keyword: SearchHit | None, matched: tuple[MatchedTerm, ...]) -> Candidate:
+    p = hit.payload
+    return Candidate(
+        chunk_id=hit.chunk_id, doc_id=hit.doc_id, title=str(p.get("title", "")), text=str(p.get("text", "")),
+        heading_path=tuple(p.get("heading_path") or ()), kind=str(p.get("kind", "prose")),
+        version=str(p.get("version", "") or ""), effective_date=str(p.get("effective_date", "") or ""),
+        superseded_by=tuple(p.get("superseded_by") or ()), superseded_reason=str(p.get("superseded_reason", "")),
+        dense_rank=item.ranks[0], dense_score=None if dense is None else float(dense.score),
+        keyword_rank=item.ranks[1], keyword_score=None if keyword is None else float(keyword.score),
+        matched_terms=matched, dense_contribution=item.contributions[0],
+        keyword_contribution=item.contributions[1], fused_score=item.fused_score, fused_rank=fused_rank)
+
+
+def _first_by_id(hits: Sequence[SearchHit]) -> dict[str, SearchHit]:
+    out: dict[str, SearchHit] = {}
+    for hit in hits:
+        out.setdefault(hit.chunk_id, hit)
+    return out
+
+
+def _reason(dense: _Leg, keyword: _Leg, idf_error: str) -> str:
+    parts = [f"dense leg {leg.status}: {leg.error}" if leg is dense else f"keyword leg {leg.status}: {leg.error}"
+             for leg in (dense, keyword) if leg.status != "ran"]
+    if idf_error:
+        parts.append(idf_error)
+    return "; ".join(parts)
+
+
+def run(query: str, cfg: PipelineConfig, store: Store, models: Models) -> RetrievalTrace:
+    """Both legs, fused; never raises for a model or index failure (recorded as the reason)."""
+    started = time.perf_counter()
+    rc = cfg.retrieve
+    terms = tokenize(query)
+    weights = query_weights(terms)
+    dense, embed_ms = _dense_leg(query, cfg, store, models)
+    keyword = _keyword_leg(weights, cfg, store)
+
+    idf_error = ""
+    idfs: dict[str, float] = {}
+    if keyword.hits:
+        try:
+            idfs = store.idf(list(weights))
+        except Exception as exc:  # the score stands; only the per-term explanation is lost
+            idf_error = f"matched-term IDF unavailable: {type(exc).__name__}: {exc}"
+
+    t0 = time.perf_counter()
+    fused = _reciprocal_rank_fusion([[h.chunk_id for h in dense.hits], [h.chunk_id for h in keyword.hits]],
+                                    rc.rrf_k, (rc.dense_weight, rc.keyword_weight))
+    dense_by_id, keyword_by_id = _first_by_id(dense.hits), _first_by_id(keyword.hits)
+    candidates = []
+    for rank, item in enumerate(fused, start=1):
+        d, kw = dense_by_id.get(item.item_id), keyword_by_id.get(item.item_id)
+        matched = _matched_terms(weights, kw, idfs) if kw is not None and idfs else ()
+        candidates.append(_candidate(d or kw, item, rank, d, kw, matched))
+    fusion_ms = _elapsed_ms(t0)
+
+    any_ran = dense.status == "ran" or keyword.status == "ran"
+    return RetrievalTrace(
+        status="ran" if any_ran else "failed", query=query, query_terms=tuple(terms),
+        dense_top_k=rc.dense_top_k, keyword_top_k=rc.keyword_top_k, rrf_k=rc.rrf_k,
+        dense_weight=rc.dense_weight, keyword_weight=rc.keyword_weight,
+        dense_hits=len(dense.hits), keyword_hits=len(keyword.hits), candidates=tuple(candidates),
+        reason=_reason(dense, keyword, idf_error), dense_status=dense.status, keyword_status=keyword.status,
+        timings_ms={"embed_query": embed_ms, "dense": dense.elapsed_ms, "keyword": keyword.elapsed_ms,
+                    "fusion": fusion_ms, "total": _elapsed_ms(started)})

@@ -1,0 +1,197 @@
+"""The cross-encoder stage: sigmoid scores, batching, the skipped path (never a fake score), early stop."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pipeline.config import GateConfig, PipelineConfig, RerankConfig
+from pipeline.gate import stage as gate
+from pipeline.models.registry import Models
+from pipeline.retrieval import rerank, retrieve
+from pipeline.testing import FakeEmbedder, FakeReranker, fake_models
+from pipeline.trace import Candidate, RetrievalTrace
+
+
+def _retrieval(n: int) -> RetrievalTrace:
+    """n synthetic candidates in fused order; passage i's text is 'passage <i>'."""
+    return RetrievalTrace(status="ran", query="q", candidates=tuple(
+        Candidate(chunk_id=f"doc{i}#0", doc_id=f"doc{i}", title=f"Doc {i}", text=f"passage {i}",
+                  heading_path=(f"Doc {i}",), fused_rank=i + 1, fused_score=1 / (61 + i))
+        for i in range(n)))
+
+
+class ScriptedReranker:
+    """Logit per passage index from a table (default -3); records every batch it was given."""
+
+    def __init__(self, logits: dict[int, float] | None = None, default: float = -3.0) -> None:
+        self.name = "scripted"
+        self.logits = logits or {}
+        self.default = default
+        self.batches: list[int] = []
+
+    def score(self, query, passages):
+        self.batches.append(len(passages))
+        return np.array([self.logits.get(int(p.rsplit(" ", 1)[1]), self.default) for p in passages],
+                        dtype=np.float32)
+
+
+def _cfg(**kw) -> RerankConfig:
+    return RerankConfig(**kw)
+
+
+def test_scores_are_the_sigmoid_of_the_logits_best_first():
+    reranker = ScriptedReranker({3: 2.0, 7: 0.5, 1: -1.0})
+    trace = rerank.run("q", _retrieval(20), _cfg(candidates=20, top_k=5), Models(reranker=reranker), GateConfig())
+    assert trace.status == "ran" and trace.reason == ""
+    assert trace.model == "scripted", "the trace names the model that scored, not only the configured one"
+    assert [s.chunk_id for s in trace.candidates[:3]] == ["doc3#0", "doc7#0", "doc1#0"]
+    for s in trace.candidates:
+        assert s.rerank_score == pytest.approx(1 / (1 + math.exp(-s.logit)))
+        assert 0.0 <= s.rerank_score <= 1.0
+    assert [s.rerank_rank for s in trace.candidates] == [1, 2, 3, 4, 5]
+    assert trace.candidates[0].fused_rank == 4
+    assert trace.candidates_in == 20 and trace.scored == 20 and not trace.early_stopped
+    # equal scores keep the fused order
+    assert [s.fused_rank for s in trace.candidates[3:]] == [1, 3]
+
+
+def test_only_the_fused_top_candidates_are_scored_in_batches():
+    reranker = ScriptedReranker()
+    trace = rerank.run("q", _retrieval(60), _cfg(candidates=40, top_k=10, batch_size=16),
+                       Models(reranker=reranker), GateConfig())
+    assert reranker.batches == [16, 16, 8]
+    assert trace.candidates_in == 40 and trace.scored == 40
+    assert len(trace.candidates) == 10
+    assert trace.latency_ms >= 0.0
+
+
+def test_the_passage_shown_to_the_model_includes_the_heading_path():
+    seen = []
+
+    class Recorder(ScriptedReranker):
+        def score(self, query, passages):
+            seen.extend(passages)
+            return super().score(query, passages)
+
+    rerank.run("q", _retrieval(2), _cfg(candidates=2, top_k=2), Models(reranker=Recorder()), GateConfig())
+    assert seen[0] == "Doc 0\npassage 0"
+
+
+def test_disabled_reranker_is_not_called():
+    reranker = ScriptedReranker()
+    trace = rerank.run("q", _retrieval(5), _cfg(enabled=False, top_k=5, candidates=5), Models(reranker=reranker),
+                       GateConfig())
+    assert trace.status == "disabled" and trace.candidates == ()
+    assert reranker.batches == []
+
+
+def test_an_unresolvable_cross_encoder_is_skipped_with_what_to_install():
+    # Real resolution, offline (tests set HF_HUB_OFFLINE=1): no cross-encoder is installed.
+    trace = rerank.run("q", _retrieval(5), _cfg(candidates=5, top_k=5), Models(embedder=FakeEmbedder()),
+                       GateConfig())
+    assert trace.status == "skipped"
+    assert "cross-encoder/ms-marco-MiniLM-L-6-v2" in trace.reason
+    assert "download" in trace.reason or "install" in trace.reason
+    assert trace.candidates == () and trace.scored == 0
+
+
+def test_skipped_reranker_sends_the_gate_to_the_offline_rule(demo_store_fake):
+    models = fake_models(reranker=False)
+    cfg = PipelineConfig()
+    ret = retrieve.run("ERR_TIMEOUT_502", cfg, demo_store_fake, models)
+    rr = rerank.run("ERR_TIMEOUT_502", ret, cfg.rerank, models, cfg.gate)
+    assert rr.status == "skipped" and "not available" in rr.reason
+    g = gate.run(ret, rr, cfg.gate)
+    assert g.scale == "fused_and_dense" and [c.scale for c in g.conditions] == ["fused", "dense"]
+    assert g.conditions[0].threshold == cfg.gate.confidence_threshold_fused
+    assert g.top_rerank_score is None
+    assert "rerank skipped" in g.reason
+
+
+def test_int8_without_its_onnx_module_is_a_recorded_skip():
+    trace = rerank.run("q", _retrieval(3), _cfg(candidates=3, top_k=3, precision="int8"),
+                       Models(embedder=FakeEmbedder()), GateConfig())
+    assert trace.status == "skipped" and trace.precision == "int8"
+    assert "rerank_onnx" in trace.reason or "unavailable" in trace.reason
+    assert trace.candidates == ()
+
+
+@pytest.mark.parametrize("bad", [
+    lambda q, p: (_ for _ in ()).throw(RuntimeError("segfault in tokenizer")),
+    lambda q, p: np.full(len(p), np.nan),
+    lambda q, p: np.zeros(len(p) + 1),
+], ids=["raises", "nan", "wrong-length"])
+def test_a_misbehaving_model_is_a_skip_never_a_fake_score(bad):
+    class Bad:
+        name = "bad"
+
+        def score(self, query, passages):
+            return bad(query, passages)
+
+    trace = rerank.run("q", _retrieval(5), _cfg(candidates=5, top_k=5), Models(reranker=Bad()), GateConfig())
+    assert trace.status == "skipped" and trace.candidates == ()
+    assert "fused scale" in trace.reason
+
+
+def test_rerank_on_the_demo_store_puts_the_matching_page_first(demo_store_fake, models):
+    cfg = PipelineConfig()
+    ret = retrieve.run("ERR_TIMEOUT_502 endpoint did not respond", cfg, demo_store_fake, models)
+    rr = rerank.run("ERR_TIMEOUT_502 endpoint did not respond", ret, cfg.rerank, models, cfg.gate)
+    assert rr.status == "ran" and len(rr.candidates) == cfg.rerank.top_k
+    assert rr.candidates_in == min(cfg.rerank.candidates, len(ret.candidates))
+    assert rr.candidates[0].doc_id == "err-timeout-502"
+    assert isinstance(models._reranker, FakeReranker) and models._reranker.calls == math.ceil(
+        rr.candidates_in / cfg.rerank.batch_size)
+
+
+# -- early stop ---------------------------------------------------------------------------------------------
+
+def test_early_stop_ends_after_the_batch_where_the_answer_is_certain():
+    reranker = ScriptedReranker({2: 3.0})  # sigmoid(3) = 0.95 >= 0.45, in the first batch
+    cfg = _cfg(candidates=64, top_k=10, batch_size=16, early_stop=True)
+    trace = rerank.run("q", _retrieval(64), cfg, Models(reranker=reranker), GateConfig())
+    assert reranker.batches == [16]
+    assert trace.early_stopped and trace.scored == 16 and trace.candidates_in == 64
+    assert len(trace.candidates) == 10 and trace.candidates[0].chunk_id == "doc2#0"
+    assert "early stop after 16 of 64" in trace.reason
+    full = rerank.run("q", _retrieval(64), _cfg(candidates=64, top_k=10, batch_size=16),
+                      Models(reranker=ScriptedReranker({2: 3.0})), GateConfig())
+    ret = _retrieval(64)
+    assert gate.run(ret, trace, GateConfig()).decision == gate.run(ret, full, GateConfig()).decision == "answer"
+
+
+def test_early_stop_never_stops_towards_abstention():
+    reranker = ScriptedReranker()  # every score sigmoid(-3) = 0.047 < 0.45
+    trace = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=8, early_stop=True),
+                       Models(reranker=reranker), GateConfig())
+    assert trace.scored == 40 and not trace.early_stopped
+    assert gate.run(_retrieval(40), trace, GateConfig()).decision == "abstain"
+
+
+def test_early_stop_still_scores_at_least_top_k():
+    reranker = ScriptedReranker({0: 4.0})
+    trace = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=4, early_stop=True),
+                       Models(reranker=reranker), GateConfig())
+    assert reranker.batches == [4, 4, 4]
+    assert trace.scored == 12 and len(trace.candidates) == 10
+
+
+def test_early_stop_trades_away_the_top_k_order():
+    # Candidate 30 would be the best, but candidate 1 already decides "answer" in the first batch.
+    logits = {1: 1.0, 30: 5.0}
+    stopped = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=16, early_stop=True),
+                         Models(reranker=ScriptedReranker(logits)), GateConfig())
+    full = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=16),
+                      Models(reranker=ScriptedReranker(logits)), GateConfig())
+    assert full.candidates[0].chunk_id == "doc30#0"
+    assert stopped.candidates[0].chunk_id == "doc1#0"
+    assert "doc30#0" not in {s.chunk_id for s in stopped.candidates}
+
+
+def test_early_stop_does_not_apply_when_the_gate_ignores_rerank_scores():
+    reranker = ScriptedReranker({0: 4.0})
+    trace = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=8, early_stop=True),
+                       Models(reranker=reranker), GateConfig(signal="fused"))
+    assert trace.scored == 40 and not trace.early_stopped
+    assert "early stop not applied" in trace.reason

@@ -1,0 +1,56 @@
+"""workbench.display.eval_html: an Evaluation shows itself in Jupyter — metrics, outcomes, failing rows first, escaped."""
+
+from __future__ import annotations
+
+import json
+
+from bs4 import BeautifulSoup
+
+from pipeline.config import PipelineConfig
+from tests.support.jupyter import displayed
+from workbench.display.eval_html import evaluation_html, outcome
+from workbench.evaluate import EvalRow, evaluate
+from workbench.golden import load_golden
+
+SCRIPT = "<script>alert(1)</script>"
+
+
+def row(id_, answerable, abstained, unsupported=0, fabricated=0, question="q"):
+    return EvalRow(id=id_, answerable=answerable, abstained=abstained, gate_score=0.5, gate_scale="rerank",
+                   retrieved_doc_ids=(), supported=None if abstained else not (unsupported or fabricated),
+                   llm_calls=0, unsupported_claims=unsupported, fabricated_markers=fabricated, question=question)
+
+
+def test_outcomes_name_each_kind_of_failure():
+    assert outcome(row("a", answerable=False, abstained=False)) == "false answer"
+    assert outcome(row("b", answerable=True, abstained=True)) == "false abstention"
+    assert outcome(row("c", answerable=True, abstained=False, unsupported=1)) == "unsupported"
+    assert outcome(row("d", answerable=True, abstained=False, fabricated=1)) == "unsupported"
+    assert outcome(row("e", answerable=True, abstained=False)) == "answered"
+    assert outcome(row("f", answerable=False, abstained=True)) == "abstained"
+
+
+def test_failing_rows_come_first_and_every_question_is_escaped():
+    rows = [row("ok", True, False), row("bad", False, False, question=f"asked {SCRIPT}")]
+    out = evaluation_html({"cases": 2, "answer_rate_answerable": 1.0, "nli": {"status": "off"}}, rows)
+    assert "<script" not in out
+    soup = BeautifulSoup(out, "html.parser")
+    ids = [tr.find("td").get_text() for tr in soup.select("table")[-1].select("tbody tr")]
+    assert ids == ["bad", "ok"]
+    assert f"asked {SCRIPT}" in soup.get_text()
+
+
+def test_an_evaluation_displays_without_timings(tmp_path, demo_store_fake, models):
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("\n".join(json.dumps(c) for c in (
+        {"id": "s1", "question": f"What does ERR_TIMEOUT_502 mean? {SCRIPT}", "history": [], "answerable": True,
+         "expected_doc_ids": ["err-timeout-502"], "expected_answer": "x", "tags": []},
+        {"id": "s2", "question": "How do I bake sourdough bread?", "history": [], "answerable": False,
+         "expected_doc_ids": [], "expected_answer": None, "tags": ["off-topic"]})) + "\n", encoding="utf-8")
+    evaluation = evaluate(load_golden(golden), demo_store_fake, models, PipelineConfig(), nli=False)
+    html = displayed(evaluation)["text/html"]
+    soup = BeautifulSoup(html, "html.parser")
+    assert not soup.find_all("script") and SCRIPT in soup.get_text()
+    assert "seconds" not in html and "latency" not in html
+    assert {"s1", "s2"} <= {tr.find("td").get_text() for tr in soup.select("table")[-1].select("tbody tr")}
+    assert "Evaluation(2 cases" in displayed(evaluation)["text/plain"]
