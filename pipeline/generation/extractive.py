@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipeline.generation.prompts import instruction_signals
+from pipeline.text.sentences import FENCE, HEADING, LIST_ITEM, TABLE_RULE, split_sentences
 from pipeline.text.tokenize import tokenize
 from pipeline.trace import Candidate
 
@@ -51,11 +52,6 @@ COVERAGE_FOR_MEDIUM = 0.6
 EXTRACTIVE_LIMITATION = ("Extractive answer: sentences quoted verbatim from the best-matching sources; no language "
                          "model wrote or checked it, so it may not answer the question directly.")
 
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
-_SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<=[.!?])\s+(?=[\"'(\[A-Z0-9`*])")
 _TERMINAL = re.compile(r"([.!?:;]+[\"')\u201d\u2019*]*)\s*$")
 _HOW_TO = re.compile(r"^\W*(how (do|can|should|would|shall) (i|we|you)\b|how to\b|(what|which)('s| is| are)?"
                      r"( the)? (command|commands|steps|procedure)\b|steps? to\b)", re.IGNORECASE)
@@ -105,7 +101,7 @@ class _Splitter:
 
     def flush(self) -> None:
         if self.paragraph:
-            for sentence in _SENTENCE_END.split(" ".join(self.paragraph)):
+            for sentence in split_sentences(" ".join(self.paragraph)):
                 if sentence.strip():
                     self.add(sentence.strip(), "prose")
             self.paragraph.clear()
@@ -130,20 +126,20 @@ class _Splitter:
             self.header = [c.strip() for c in self.units.pop().text.split(" | ")]
 
     def line(self, line: str) -> None:
-        if _FENCE.match(line):
+        if FENCE.match(line):
             self.fence()
         elif self.code is not None:
             self.code.append(line)
-        elif _TABLE_RULE.match(line):
+        elif TABLE_RULE.match(line):
             self.table_rule()
         elif line.lstrip().startswith("|"):
             self.row(line)
-        elif not line.strip() or _HEADING.match(line):
+        elif not line.strip() or HEADING.match(line):
             self.flush()
             self.header = []
-        elif _LIST_ITEM.match(line):
+        elif LIST_ITEM.match(line):
             self.flush()
-            self.item.append(_LIST_ITEM.sub("", line, count=1).strip())
+            self.item.append(LIST_ITEM.sub("", line, count=1).strip())
         elif self.item:
             self.item.append(line.strip())     # a wrapped line of the same list item
         else:
@@ -261,7 +257,7 @@ def _cite_unit(unit: Unit) -> str:
     """Every sentence gets the marker, not only the last: each one is a claim the validator checks."""
     if unit.kind != "item":
         return cite(unit.text, unit.source)
-    return " ".join(cite(s.strip(), unit.source) for s in _SENTENCE_END.split(unit.text) if s.strip())
+    return " ".join(cite(s.strip(), unit.source) for s in split_sentences(unit.text))
 
 
 # -- the generator ----------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ Algorithm (:func:`split_claims`):
 1. **Blocks first.** Lines are grouped into blocks: a paragraph, one list item (``-``, ``*``, ``•``, ``1.``,
    ``2)``), one table row, a heading, a fenced code block. A list item or table row never runs into the next
    one, whatever its punctuation, because each item is one statement in the answer's own layout.
-2. **Sentences within a block.** A text block is cut at ``.``/``!``/``?`` only when the punctuation (plus
+2. **Sentences within a block**, by the shared rule of :mod:`pipeline.text.sentences` (the extractive
+   generator quotes by the same rule). A text block is cut at ``.``/``!``/``?`` only when the punctuation (plus
    any closing quote and any citation markers right after it) is followed by whitespace and a character
    that can start a sentence (not a lower-case letter, unless it opens an identifier such as
    ``delivery.max_retries``: technical answers start sentences with config keys). That one rule keeps
@@ -33,28 +34,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_PREFIX = r"(?:(?:source|src|doc)\s*#?\s*)?"
-_NUMBER_LIST = rf"{_PREFIX}\d+(?:\s*(?:[,;]|[-–])\s*{_PREFIX}\d+)*"
-MARKER = re.compile(rf"\[\s*({_NUMBER_LIST})\s*\]", re.IGNORECASE)
-_MARKER_RUN = re.compile(rf"(?:\s*\[\s*{_NUMBER_LIST}\s*\])*", re.IGNORECASE)
-_TERMINAL = re.compile(r"[.!?]+[\"')\u201d\u2019]*")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022\u2013]|\d{1,3}[.)])\s+")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+from pipeline.text.sentences import FENCE, HEADING, LIST_ITEM, MARKER, TABLE_RULE, code_spans, inside, sentence_spans
+
 _UNDERSCORE_BOLD = re.compile(r"(?<![\w`])__(?=\S)(.+?)(?<=\S)__(?![\w`])")
 _BOLD_LINE = re.compile(r"^\s*(\*\*|__)[^*_]+(\*\*|__)\s*:?\s*$")
-_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:[._][a-z0-9]+)+\b")
 _MAX_RANGE = 50   # "[1-100000]" is a typo, not a hundred thousand citations
-
-# Words ending in "." that do not end a sentence even before a capital ("e.g. Kafka", "vs. Redis").
-ABBREVIATIONS = frozenset("""
-e.g i.e cf vs etc approx appx incl excl est min max avg no nos fig figs sec sect ch vol p pp ed eds
-dr mr mrs ms prof st jr sr inc ltd co corp dept univ jan feb mar apr jun jul aug sep sept oct nov dec
-mon tue wed thu fri sat sun al resp ca viz
-""".split())
-# "etc." ends a sentence as often as not; only listed above so a following lower-case word never cuts.
-_ENDS_OFTEN = frozenset({"etc"})
 
 _META = re.compile(
     r"^(?:here(?:'s| is| are)\b|below (?:is|are)\b|in (?:short|summary)\b|to summari[sz]e\b|"
@@ -81,24 +65,20 @@ class Sentence:
 
 def split_claims(answer: str) -> list[Sentence]:
     """Every sentence of ``answer`` with its markers and whether it is a factual claim (see module doc)."""
-    code = _code_spans(answer)
+    code = code_spans(answer)
     out: list[Sentence] = []
     for start, end, kind in _blocks(answer):
         if kind in ("heading", "code"):
             text = _clean(answer[start:end]) if kind == "heading" else "(code block)"
             out.append(Sentence(text, _markers_in(answer, start, end, code), start, end, False, kind))
             continue
-        for s, e in _sentence_spans(answer, start, end, code):
+        for s, e in sentence_spans(answer, start, end, code):
             out.append(_classify(answer, s, e, code))
     return _attach_marker_only(out)
 
 
-def _code_spans(text: str) -> list[tuple[int, int]]:
-    return [(m.start(), m.end()) for m in re.finditer(r"`[^`\n]+`", text)]
 
 
-def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
-    return any(s <= pos < e for s, e in spans)
 
 
 def _blocks(answer: str) -> list[tuple[int, int, str]]:
@@ -109,24 +89,24 @@ def _blocks(answer: str) -> list[tuple[int, int, str]]:
         start, end = pos, pos + len(line.rstrip("\r\n"))
         pos += len(line)
         body = answer[start:end]
-        if in_fence or _FENCE.match(body):
+        if in_fence or FENCE.match(body):
             if in_fence:
                 blocks[-1][1] = end
             else:
                 blocks.append([start, end, "code"])
-            in_fence = in_fence != bool(_FENCE.match(body))
+            in_fence = in_fence != bool(FENCE.match(body))
             previous = "blank"
             continue
-        if _TABLE_RULE.match(body) and blocks and previous == "row":
+        if TABLE_RULE.match(body) and blocks and previous == "row":
             blocks[-1][2] = "heading"  # the row above a |---| rule is the table's header
-        if not body.strip() or _TABLE_RULE.match(body):
+        if not body.strip() or TABLE_RULE.match(body):
             previous = "blank"
             continue
-        if _HEADING.match(body) or _BOLD_LINE.match(body):
+        if HEADING.match(body) or _BOLD_LINE.match(body):
             blocks.append([start, end, "heading"])
             previous = "blank"
             continue
-        item = _LIST_ITEM.match(body)
+        item = LIST_ITEM.match(body)
         if item:
             blocks.append([start + item.end(), end, "text"])
             previous = "text"
@@ -141,57 +121,18 @@ def _blocks(answer: str) -> list[tuple[int, int, str]]:
     return [(s, e, k) for s, e, k in blocks]
 
 
-def _sentence_spans(text: str, start: int, end: int, code: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    spans, cur = [], start
-    for m in _TERMINAL.finditer(text, start, end):
-        if m.start() < cur or _inside(m.start(), code) or _is_abbreviation(text, cur, m):
-            continue
-        stop = min(_MARKER_RUN.match(text, m.end(), end).end(), end)
-        rest = text[stop:end]
-        if rest.strip() and not (rest[0].isspace() and _can_start_sentence(rest.lstrip())):
-            continue
-        spans.append((cur, stop))
-        cur = stop
-    spans.append((cur, end))
-    return [(s, e) for s, e in (_trim(text, s, e) for s, e in spans) if e > s]
 
 
-def _is_abbreviation(text: str, sentence_start: int, m: re.Match) -> bool:
-    if m.group() != ".":
-        return False
-    word = re.search(r"([^\s(\"']+)$", text[sentence_start:m.start()])
-    if not word:
-        return False
-    token = word.group(1).lower()
-    if token in _ENDS_OFTEN:
-        following = text[m.end():m.end() + 2].strip()
-        return bool(following) and following[0].islower()
-    return token in ABBREVIATIONS or bool(re.fullmatch(r"(?:[a-z]\.)+[a-z]", token))
 
 
-def _can_start_sentence(rest: str) -> bool:
-    """Capitals, digits, quotes and code start sentences; so does a lower-case identifier such as
-    ``delivery.max_retries`` or ``harbor_cli`` (technical answers often open a sentence with a config key)."""
-    ch = rest[0]
-    if ch in ",;:)]}":
-        return False
-    if not ch.islower():
-        return True
-    return bool(_IDENTIFIER.match(rest))
 
 
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 def _markers_in(text: str, start: int, end: int, code: list[tuple[int, int]]) -> tuple[int, ...]:
     seen: list[int] = []
     for m in MARKER.finditer(text, start, end):
-        if _inside(m.start(), code):
+        if inside(m.start(), code):
             continue
         for n in _parse_numbers(m.group(1)):
             if n not in seen:
@@ -211,8 +152,8 @@ def _parse_numbers(inner: str) -> list[int]:
 
 
 def _clean(raw: str) -> str:
-    code = _code_spans(raw)
-    text = MARKER.sub(lambda m: m.group() if _inside(m.start(), code) else "", raw)
+    code = code_spans(raw)
+    text = MARKER.sub(lambda m: m.group() if inside(m.start(), code) else "", raw)
     text = re.sub(r"^\s{0,3}#{1,6}\s+", "", text)
     text = _UNDERSCORE_BOLD.sub(r"\1", text)  # only paired __bold__: window.__pwned or a __dunder is text
     text = re.sub(r"\*\*|`", "", text).replace("|", " ")
