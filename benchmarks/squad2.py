@@ -47,7 +47,7 @@ from pipeline.ingestion.ingest import ingest_documents
 from pipeline.models.registry import Models
 from pipeline.storage.store import Store
 from workbench.metrics import roc_auc
-from workbench.sweep import Scores, answers, best_setting, rates
+from workbench.sweep import Scores, best_setting, rates
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = "squad2_dev_cs224n"
@@ -139,7 +139,7 @@ def analyse(rows: list[dict], cfg: PipelineConfig, dense_points: tuple[float, ..
             out["signals"][name] = None
             continue
         rule = "auto" if name == "rerank" else name
-        ar, far = rates(answers(s, rule, **defaults), s.answerable)
+        ar, far = rates(s.answers(rule, **defaults), s.answerable)
         best = best_setting(s, name, g, 0.05)
         out["signals"][name] = {"roc_auc": roc_auc(np.where(np.isfinite(values), values, -np.inf), s.answerable),
                                 "default_threshold": defaults[f"t_{name}"], "answer_rate_answerable": float(ar),
@@ -152,7 +152,7 @@ def analyse(rows: list[dict], cfg: PipelineConfig, dense_points: tuple[float, ..
     out["fused_and_dense_best_within_5pct"] = best
     out["dense_at"] = []
     for t in dense_points:
-        ar, far = rates(answers(s, "dense", **{**defaults, "t_dense": t}), s.answerable)
+        ar, far = rates(s.answers("dense", **{**defaults, "t_dense": t}), s.answerable)
         out["dense_at"].append({"t_dense": t, "answer_rate_answerable": float(ar),
                                 "false_answer_rate_unanswerable": float(far)})
     answerable = [r for r in rows if r["answerable"]]

@@ -4,13 +4,11 @@ Method:
 
 1. **Traces** come from an evaluation (``traces.jsonl``) or one ``Pipeline.search`` per case
    (:mod:`workbench.tune`); either way retrieval ran once and is never repeated here.
-2. **Scores**, once per trace, with :func:`pipeline.gate.stage.gate_inputs` (the gate's own extraction): the top
-   rerank score (NaN when the reranker did not run), the top fused RRF score, the best dense cosine.
-3. **Vectorised replay** (:func:`answers`): the gate's rule per signal as numpy comparisons broadcast over
-   thresholds × cases — ``auto``: rerank >= t_rerank where a rerank score exists, else fused AND dense;
-   ``rerank`` (falls back to fused alone); ``fused``; ``dense`` and ``fused_and_dense`` (fall back to fused
-   where the dense leg returned nothing, as the gate does). :func:`replay_agrees` checks the vectorised
-   decisions against :func:`pipeline.gate.stage.decide` on sampled threshold points; the report records it.
+2. **Scores**, once per trace, with :func:`pipeline.gate.stage.gate_inputs` and
+   :func:`pipeline.gate.stage.score_arrays` (the gate's own extraction): the top rerank score (NaN when the
+   reranker did not run), the top fused RRF score, the best dense cosine.
+3. **Vectorised replay**: :func:`pipeline.gate.rule.answers`, the rule the gate itself decides with,
+   broadcast over thresholds × cases — the sweep's decisions are the gate's by construction.
 4. **Per signal**: ROC-AUC of answerable vs unanswerable (a missing score ranks lowest), the exact trade-off
    curve (every midpoint between two distinct observed scores is a candidate threshold, so a chosen
    threshold never sits on a case's score), the current threshold's rates, and the **best point**: the most
@@ -27,12 +25,13 @@ It reports; it never rewrites the config.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from pipeline.config import GateConfig
-from pipeline.gate.stage import GateInputs, decide, gate_inputs
+from pipeline.gate import rule as gate_rule
+from pipeline.gate.stage import GateInputs, gate_inputs, score_arrays
 from pipeline.trace import Trace
 from workbench.metrics import roc_auc
 
@@ -52,10 +51,14 @@ class Scores:
     rerank: np.ndarray
     fused: np.ndarray
     dense: np.ndarray
-    inputs: tuple[GateInputs, ...]  # kept for the exactness check
+    inputs: tuple[GateInputs, ...]  # the gate's own inputs, for per-case replay with pipeline.gate.stage.decide
 
     def signal(self, name: str) -> np.ndarray:
         return getattr(self, name)
+
+    def answers(self, rule: str, *, t_rerank, t_fused, t_dense) -> np.ndarray:
+        """:func:`pipeline.gate.rule.answers` on these cases (thresholds broadcast, cases on the last axis)."""
+        return gate_rule.answers(self.rerank, self.fused, self.dense, rule, t_rerank, t_fused, t_dense)
 
     def available(self) -> tuple[str, ...]:
         return tuple(s for s in SIGNALS if np.isfinite(self.signal(s)).any())
@@ -68,41 +71,9 @@ class Scores:
 
 def extract(ids: Sequence[str], answerable: Sequence[bool], traces: Sequence[Trace]) -> Scores:
     inputs = tuple(gate_inputs(t.retrieval, t.rerank) for t in traces)
-
-    def column(attr: str) -> np.ndarray:
-        return np.array([getattr(i, attr)[1] if getattr(i, attr) else np.nan for i in inputs], dtype=np.float64)
-
-    return Scores(ids=tuple(ids), answerable=np.asarray(answerable, dtype=bool), rerank=column("best_rerank"),
-                  fused=column("best_fused"), dense=column("best_dense"), inputs=inputs)
-
-
-# -- the vectorised gate --------------------------------------------------------------------------------------
-
-def _passes(scores: np.ndarray, threshold) -> np.ndarray:
-    with np.errstate(invalid="ignore"):
-        return np.isfinite(scores) & (scores >= threshold)
-
-
-def answers(s: Scores, rule: str, *, t_rerank=0.45, t_fused=0.03201, t_dense=0.595) -> np.ndarray:
-    """Boolean "answer" per case, broadcast over array-valued thresholds (cases on the last axis).
-
-    The rules are the gate's (:mod:`pipeline.gate.stage`): ``auto`` reads the rerank score where the reranker ran
-    and otherwise requires fused AND dense; ``rerank`` falls back to fused alone; ``dense`` and
-    ``fused_and_dense`` fall back to fused where the dense leg returned nothing.
-    """
-    fused = _passes(s.fused, t_fused)
-    dense = np.where(np.isfinite(s.dense), _passes(s.dense, t_dense), fused)
-    if rule == "rerank":
-        return np.where(np.isfinite(s.rerank), _passes(s.rerank, t_rerank), fused)
-    if rule == "auto":
-        return np.where(np.isfinite(s.rerank), _passes(s.rerank, t_rerank), fused & dense)
-    if rule == "fused":
-        return fused
-    if rule == "dense":
-        return dense
-    if rule == "fused_and_dense":
-        return fused & dense
-    raise ValueError(f"unknown rule {rule!r}")
+    rerank, fused, dense = score_arrays(inputs)
+    return Scores(ids=tuple(ids), answerable=np.asarray(answerable, dtype=bool), rerank=rerank, fused=fused,
+                  dense=dense, inputs=inputs)
 
 
 def rates(answered: np.ndarray, answerable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,29 +86,6 @@ def rates(answered: np.ndarray, answerable: np.ndarray) -> tuple[np.ndarray, np.
 
 def thresholds_of(cfg: GateConfig) -> dict[str, float]:
     return {key: getattr(cfg, name) for key, name in FIELDS.items()}
-
-
-def replay_decisions(s: Scores, rule: str, cfg: GateConfig) -> np.ndarray:
-    """The same decisions through :func:`pipeline.gate.stage.decide` (slow, exact): the reference."""
-    gcfg = replace(cfg, signal=rule)
-    return np.array([decide(i, gcfg).decision == "answer" for i in s.inputs], dtype=bool)
-
-
-def replay_agrees(s: Scores, cfg: GateConfig, axes: dict[str, np.ndarray], samples: int = 20,
-                  seed: int = 0) -> dict:
-    """Vectorised rule vs the gate's own decision at random threshold points of every rule."""
-    if len(s.inputs) != len(s.ids):
-        return {"decisions_checked": 0, "mismatches": 0, "note": "scores without gate inputs: not checked"}
-    rng = np.random.default_rng(seed)
-    checked = mismatched = 0
-    for rule in ("auto", "fused", "dense", "fused_and_dense"):
-        for _ in range(samples):
-            gcfg = replace(cfg, **{FIELDS[k]: float(rng.choice(axes[k])) for k in FIELDS})
-            fast = answers(s, rule, **thresholds_of(gcfg))
-            slow = replay_decisions(s, rule, gcfg)
-            checked += len(slow)
-            mismatched += int((fast != slow).sum())
-    return {"decisions_checked": checked, "mismatches": mismatched}
 
 
 # -- exact search -----------------------------------------------------------------------------------------------
@@ -164,7 +112,7 @@ def evaluate_grid(s: Scores, rule: str, axes: dict[str, np.ndarray], cfg: GateCo
         shape[d] = len(axes[key])
         shaped[key] = np.asarray(axes[key]).reshape(shape)
     fixed = {k: v for k, v in thresholds_of(cfg).items() if k not in axes}
-    return rates(answers(s, rule, **shaped, **fixed), s.answerable)
+    return rates(s.answers(rule, **shaped, **fixed), s.answerable)
 
 
 def best_setting(s: Scores, rule: str, cfg: GateConfig, max_far: float) -> dict | None:
@@ -199,7 +147,7 @@ def cross_validate(s: Scores, rule: str, cfg: GateConfig, max_far: float, k: int
         best = best_setting(s.take(np.setdiff1d(np.arange(len(s.ids)), held)), rule, cfg, max_far)
         chosen = {key: best[key] if best else np.inf for key in RULE_KEYS[rule]}
         fixed = {key: v for key, v in thresholds_of(cfg).items() if key not in chosen}
-        answered[held] = answers(s.take(held), rule, **chosen, **fixed)
+        answered[held] = s.take(held).answers(rule, **chosen, **fixed)
     ar, far = rates(answered, s.answerable)
     return {"folds": k, "answer_rate_answerable": float(ar), "false_answer_rate_unanswerable": float(far)}
 
@@ -212,7 +160,7 @@ def curve(s: Scores, signal: str, cfg: GateConfig) -> dict:
 
 
 def current_rates(s: Scores, rule: str, cfg: GateConfig) -> dict:
-    ar, far = rates(answers(s, rule, **thresholds_of(cfg)), s.answerable)
+    ar, far = rates(s.answers(rule, **thresholds_of(cfg)), s.answerable)
     return {**{k: thresholds_of(cfg)[k] for k in RULE_KEYS[rule]}, "answer_rate_answerable": float(ar),
             "false_answer_rate_unanswerable": float(far)}
 
@@ -259,8 +207,7 @@ def sweep(s: Scores, cfg: GateConfig, max_far: float = 0.05, grid_size: int = 20
             "current_gate": {"signal": cfg.signal, **thresholds_of(cfg), **current_rates(s, configured_rule(cfg), cfg)},
             "rules": {rule: rule_report(s, rule, cfg, max_far) for rule in rules},
             "grids": {"auto": grid(s, "auto", "t_fused", "t_rerank", axes, cfg),
-                      "fused_and_dense": grid(s, "fused_and_dense", "t_fused", "t_dense", axes, cfg)},
-            "replay_check": replay_agrees(s, cfg, axes)}
+                      "fused_and_dense": grid(s, "fused_and_dense", "t_fused", "t_dense", axes, cfg)}}
 
 
 def recommend(report: dict) -> dict:
@@ -286,9 +233,3 @@ def recommend(report: dict) -> dict:
         out["threshold"] = best[keys[0]]
     return out
 
-
-def main(args, cfg, open_store) -> int:
-    """``workbench tune``: see :mod:`workbench.tune` (traces, report files)."""
-    from workbench.tune import run_tune
-
-    return run_tune(args, cfg, open_store)

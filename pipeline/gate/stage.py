@@ -1,26 +1,20 @@
 """The confidence gate: answer or abstain, decided before any LLM call.
 
-The gate compares one score with one threshold and answers when ``score >= threshold``. Which score
-(``gate.signal``):
+The rule — which score is compared with which threshold for each ``gate.signal``, and the fallbacks
+when the reranker did not run or the dense leg returned nothing — is :mod:`pipeline.gate.rule`, stated
+and implemented there once, vectorised; :func:`decide` takes its answer/abstain decision from
+:func:`pipeline.gate.rule.answers` on one case and builds the :class:`GateTrace` around it:
 
-- ``auto`` (default): the top rerank score (sigmoid, [0, 1]) against ``confidence_threshold_rerank`` when
-  the reranker ran (the design's seed rule); otherwise ``fused_and_dense``. The seed's fallback — the fused
-  score alone against 0.015 — cannot abstain: whatever the dense leg ranks first already scores
-  1/61 ~ 0.0164, and the dense leg always returns something. On the golden set the fused score alone has no
-  operating point between 0 % and 10 % false answers, dense alone answers 30 % of answerable questions at
-  5 % false answers, and requiring both answers 49 % (47 % cross-validated), so without a cross-encoder
-  the gate asks for both (BENCHMARKS.md, "Golden-set evaluation").
-- ``rerank``: the same, but falling back to the fused scale is reported as a fallback in the reason.
-- ``fused``: the fused score of fused rank 1, even when the reranker ran. An RRF score measures rank
-  agreement between the legs more than relevance (:data:`pipeline.trace.FUSED_SCALE_NOTE`).
-- ``dense``: the cosine of the best dense hit (dense rank 1) against ``confidence_threshold_dense`` —
-  "is anything in the corpus semantically close at all". The best dense hit is used rather than the
-  top-ranked chunk's cosine because the top-ranked chunk may be a keyword-only hit with no cosine; both
-  are recorded (``best_dense_cosine``, ``top_dense_cosine``). Falls back to fused if the dense leg failed.
-- ``fused_and_dense``: answer only when the top fused score reaches ``confidence_threshold_fused`` AND the
-  best dense cosine reaches ``confidence_threshold_dense``: the legs agree on the top chunk *and* something
-  in the corpus is semantically close. ``score``/``threshold``/``margin`` report the binding condition
-  (the one that failed by most, or passed by least, relative to its threshold); ``conditions`` has both.
+- ``scale`` is the scale read (:func:`pipeline.gate.rule.scale`); when it is not the one asked for
+  (``rerank`` without a rerank score, ``dense``/``fused_and_dense`` without a dense hit, ``auto`` without
+  a rerank score) the reason says why.
+- ``dense``: the best dense hit (dense rank 1) is compared rather than the top-ranked chunk's cosine
+  because the top-ranked chunk may be a keyword-only hit with no cosine; both are recorded
+  (``best_dense_cosine``, ``top_dense_cosine``).
+- ``fused``: an RRF score measures rank agreement between the legs more than relevance
+  (:data:`pipeline.trace.FUSED_SCALE_NOTE`).
+- ``fused_and_dense``: ``score``/``threshold``/``margin`` report the binding condition (the one that
+  failed by most, or passed by least, relative to its threshold); ``conditions`` has both.
 
 Each scale reads the top of its own ranking; ``score_chunk_id`` names the chunk whose score was compared,
 ``top_chunk_id`` the first chunk of the final ranking (rerank order when the reranker ran, else fused),
@@ -32,15 +26,20 @@ that was not made.
 
 The decision is split in two so that it can be replayed cheaply over stored traces (the threshold sweep,
 the app's what-if sliders): :func:`gate_inputs` extracts the few numbers the gate reads from a trace's
-retrieval and rerank records once; :func:`decide` is a pure function of those and a :class:`GateConfig`
-(no I/O, no models). :func:`run` is both; :func:`replay` accepts a stored :class:`Trace`.
+retrieval and rerank records once (:func:`score_arrays` turns many of them into the rule's arrays);
+:func:`decide` is a pure function of those and a :class:`GateConfig` (no I/O, no models). :func:`run` is
+both; :func:`replay` accepts a stored :class:`Trace`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from pipeline.config import GateConfig
+from pipeline.gate import rule
 from pipeline.generation.prompts import ABSTENTION_MESSAGE
 from pipeline.trace import Candidate, ClosestDocument, GateCondition, GateTrace, RerankTrace, RetrievalTrace, Trace
 
@@ -127,22 +126,37 @@ def _no_retrieval_reason(retrieval: RetrievalTrace) -> str:
 
 # -- the decision (pure, cheap) -----------------------------------------------------------------------------
 
+def _score(present: bool, best: tuple[str, float] | None) -> float:
+    """A scale's score as the rule reads it: NaN where the scale has no score; one that cannot be compared
+    (a present scale without a number, or a NaN score) fails its condition (-inf)."""
+    if not present:
+        return np.nan
+    return -np.inf if best is None or np.isnan(best[1]) else best[1]
+
+
+def score_arrays(inputs: Sequence[GateInputs]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (rerank, fused, dense) score arrays :func:`pipeline.gate.rule.answers` reads, one entry per run."""
+    def column(present, attr: str) -> np.ndarray:
+        return np.array([_score(present(i), getattr(i, attr)) for i in inputs], dtype=np.float64)
+
+    return (column(lambda i: i.rerank_ran, "best_rerank"), column(lambda i: i.best_fused is not None, "best_fused"),
+            column(lambda i: i.dense_available, "best_dense"))
+
+
 def _scale(inputs: GateInputs, signal: str) -> tuple[str, str]:
-    """The scale to read and, when it is not the one asked for, why."""
-    if signal in ("auto", "rerank"):
-        if inputs.rerank_ran:
-            return "rerank", ""
+    """The scale to read (the rule's) and, when it is not the one asked for, why."""
+    scale = str(rule.scale(signal, inputs.rerank_ran, inputs.dense_available))
+    if signal in ("auto", "rerank") and not inputs.rerank_ran:
         if signal == "rerank":
-            return "fused", f"gate.signal=rerank but there is no rerank score ({inputs.no_rerank_reason}); " \
-                            "fell back to the fused scale"
-        signal = "fused_and_dense"
+            return scale, f"gate.signal=rerank but there is no rerank score ({inputs.no_rerank_reason}); " \
+                          "fell back to the fused scale"
         note = f"no rerank score ({inputs.no_rerank_reason}); requiring fused and dense"
         if not inputs.dense_available:
-            return "fused", note + ", but the dense leg returned nothing: fused only"
-        return signal, note
+            return scale, note + ", but the dense leg returned nothing: fused only"
+        return scale, note
     if signal in ("dense", "fused_and_dense") and not inputs.dense_available:
-        return "fused", f"gate.signal={signal} but the dense leg returned nothing; fell back to the fused scale"
-    return signal, ""
+        return scale, f"gate.signal={signal} but the dense leg returned nothing; fell back to the fused scale"
+    return scale, ""
 
 
 def _threshold(scale: str, cfg: GateConfig) -> float:
@@ -170,11 +184,12 @@ def decide(inputs: GateInputs, cfg: GateConfig) -> GateTrace:
     checked = [_condition(inputs, part, cfg) for part in parts]
     conditions = tuple(c for c, _ in checked)
     binding, chunk_id = min(checked, key=lambda pair: _relative_margin(pair[0]))
+    answered = rule.answers(*score_arrays([inputs]), cfg.signal, cfg.confidence_threshold_rerank,
+                            cfg.confidence_threshold_fused, cfg.confidence_threshold_dense)
+    decision = "answer" if answered[0] else "abstain"
     if inputs.best_fused is None:
-        decision = "abstain"
         why = inputs.no_retrieval_reason or f"no {scale} score"
     else:
-        decision = "answer" if all(c.passed for c in conditions) else "abstain"
         why = " and ".join(f"top {c.scale} score {c.score:.4g} {'>=' if c.passed else '<'} threshold {c.threshold:g}"
                            for c in conditions)
     closest_scale = "fused" if scale == "fused_and_dense" else scale

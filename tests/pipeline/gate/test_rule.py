@@ -1,0 +1,100 @@
+"""The gate's one rule: pipeline.gate.stage.decide takes its verdict from pipeline.gate.rule.answers, and a
+threshold grid decided in one broadcast call equals the thresholds decided one by one."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.config import GateConfig
+from pipeline.gate import rule
+from pipeline.gate.stage import GateInputs, decide, score_arrays
+
+NAN = float("nan")
+# scores around the thresholds' own ranges (rerank [0, 1], fused ~[0, 0.033], cosine [-1, 1]), NaN: no score
+SCORE = st.one_of(st.just(NAN), st.floats(-1.0, 1.0), st.sampled_from([0.0, 1 / 61, 0.03201, 0.45, 0.595]))
+THRESHOLD = st.one_of(st.floats(-1.0, 1.0), st.sampled_from([0.0, 1 / 61, 0.03201, 0.45, 0.595]))
+
+
+def inputs_of(rerank: float, fused: float, dense: float) -> GateInputs:
+    """GateInputs as gate_inputs builds them: a scale with a score is present, NaN means it is absent."""
+    def best(chunk_id, score):
+        return None if math.isnan(score) else (chunk_id, score)
+
+    return GateInputs(rerank_ran=not math.isnan(rerank), no_rerank_reason="" if not math.isnan(rerank) else "rerank "
+                      "skipped", no_retrieval_reason="retrieval found no candidates" if math.isnan(fused) else "",
+                      dense_available=not math.isnan(dense), top_chunk_id="" if math.isnan(fused) else "top",
+                      best_rerank=best("r", rerank), best_fused=best("f", fused), best_dense=best("d", dense))
+
+
+@settings(max_examples=400, deadline=None)
+@given(scores=st.tuples(SCORE, SCORE, SCORE), data=st.data(), signal=st.sampled_from(rule.SIGNALS))
+def test_decide_answers_exactly_when_the_rule_does(scores, data, signal):
+    rerank, fused, dense = scores
+    # thresholds anywhere, or exactly on one of the case's scores (the boundary answers)
+    on_a_score = st.sampled_from([s for s in scores if not math.isnan(s)] or [0.0])
+    t_rerank, t_fused, t_dense = (data.draw(st.one_of(THRESHOLD, on_a_score)) for _ in range(3))
+    cfg = GateConfig(signal=signal, confidence_threshold_rerank=t_rerank, confidence_threshold_fused=t_fused,
+                     confidence_threshold_dense=t_dense)
+    inputs = inputs_of(rerank, fused, dense)
+    verdict = rule.answers([rerank], [fused], [dense], signal, t_rerank, t_fused, t_dense)
+    assert verdict.shape == (1,)
+    g = decide(inputs, cfg)
+    assert (g.decision == "answer") == bool(verdict[0])
+    # the trace around the verdict agrees with it: the scale is the rule's, an answer passed every condition
+    assert g.scale == rule.scale(signal, not math.isnan(rerank), not math.isnan(dense))
+    if g.decision == "answer":
+        assert all(c.passed for c in g.conditions) and g.margin >= 0
+    elif not math.isnan(fused):
+        assert not all(c.passed for c in g.conditions) and g.margin < 0
+    # the sweep's extraction hands the rule the same arrays
+    assert np.array_equal(np.stack(score_arrays([inputs])), np.array([[rerank], [fused], [dense]]), equal_nan=True)
+
+
+def _cases(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    rerank, fused, dense = rng.random(n), rng.random(n) * 0.033, rng.uniform(-0.2, 1.0, n)
+    rerank[rng.random(n) < 0.4] = np.nan
+    dense[rng.random(n) < 0.2] = np.nan
+    fused[rng.random(n) < 0.05] = np.nan
+    return rerank, fused, dense
+
+
+@pytest.mark.parametrize("signal", rule.SIGNALS)
+def test_a_threshold_grid_equals_the_thresholds_one_by_one(signal):
+    rerank, fused, dense = _cases(60, seed=7)
+    t_rerank, t_fused, t_dense = np.linspace(0, 1, 5), np.linspace(0, 0.033, 6), np.linspace(-0.2, 1.0, 7)
+    # a 2-D grid over (fused, dense) per rerank threshold, and the full 3-D grid: cases on the last axis
+    for tr in t_rerank:
+        grid = rule.answers(rerank, fused, dense, signal, tr, t_fused[:, None, None], t_dense[None, :, None])
+        assert grid.shape == (len(t_fused), len(t_dense), len(fused))
+        for i, tf in enumerate(t_fused):
+            for j, td in enumerate(t_dense):
+                one = rule.answers(rerank, fused, dense, signal, tr, tf, td)
+                assert np.array_equal(grid[i, j], one), (tr, tf, td)
+    cube = rule.answers(rerank, fused, dense, signal, t_rerank[:, None, None, None], t_fused[:, None, None],
+                        t_dense[:, None])
+    assert cube.shape == (len(t_rerank), len(t_fused), len(t_dense), len(fused))
+    for a, tr in enumerate(t_rerank):
+        assert np.array_equal(cube[a], rule.answers(rerank, fused, dense, signal, tr, t_fused[:, None, None],
+                                                    t_dense[None, :, None]))
+
+
+def test_the_scales_and_their_fallbacks():
+    has_rerank, has_dense = np.array([True, True, False, False]), np.array([True, False, True, False])
+    assert rule.scale("auto", has_rerank, has_dense).tolist() == ["rerank", "rerank", "fused_and_dense", "fused"]
+    assert rule.scale("rerank", has_rerank, has_dense).tolist() == ["rerank", "rerank", "fused", "fused"]
+    assert rule.scale("fused", has_rerank, has_dense).tolist() == ["fused"] * 4
+    assert rule.scale("dense", has_rerank, has_dense).tolist() == ["dense", "fused", "dense", "fused"]
+    assert rule.scale("fused_and_dense", has_rerank, has_dense).tolist() == ["fused_and_dense", "fused"] * 2
+    with pytest.raises(ValueError, match="unknown gate signal"):
+        rule.scale("cosine", True, True)
+
+
+def test_no_fused_score_abstains_whatever_the_signal():
+    for signal in rule.SIGNALS:
+        assert not rule.answers([0.9], [NAN], [0.9], signal, 0.0, 0.0, 0.0)[0]
