@@ -10,10 +10,10 @@ Incremental by content hash: an unchanged document is not re-chunked or re-embed
 replaces all its old chunks atomically (:meth:`Store.replace_document`); a document whose front matter
 says ``status: retracted`` is removed. The corpus version increments once per run that changed anything.
 
-BM25 document weights depend on the corpus's average chunk length. A fresh ingest computes it over all
-chunks before writing; an incremental one recomputes it and, when it drifted by more than
-``AVGDL_TOLERANCE``, rewrites every chunk's sparse vector (no re-embedding), so the keyword leg keeps
-scoring with the corpus's real average length.
+BM25 document weights depend on the corpus's average chunk length (the statistics are pure functions of
+:mod:`pipeline.retrieval.bm25`). A fresh ingest computes it over all chunks before writing; an incremental
+one recomputes it and, when it drifted by more than ``AVGDL_TOLERANCE``, rewrites every chunk's sparse vector
+(no re-embedding), so the keyword leg keeps scoring with the corpus's real average length.
 """
 
 from __future__ import annotations
@@ -31,12 +31,11 @@ from pipeline.ingestion.chunking import chunk_document
 from pipeline.ingestion.documents import Chunk, Document, LoadProblem, load_paths
 from pipeline.ingestion.supersede import SupersedeInput, compute_supersession
 from pipeline.models.registry import Models
+from pipeline.retrieval.bm25 import AVGDL_TOLERANCE, average_length, avgdl_drifted, doc_sparse
 from pipeline.storage.qdrant_index import IndexPoint
 from pipeline.storage.store import DocumentWrite, Store, point_id_for
-from pipeline.text.tokenize import bm25_doc_weights, to_sparse, tokenize
+from pipeline.text.tokenize import tokenize
 from pipeline.validation.citations import chunk_passages, passage_key
-
-AVGDL_TOLERANCE = 0.02
 
 
 @dataclass(frozen=True)
@@ -97,7 +96,7 @@ def ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfi
                              f"another --store to ingest with {cfg.embedding.model}")
         notes.append("chunking, BM25 or embedding settings changed since the last ingest: rebuilding every document")
         known = {d.doc_id for d in documents}
-        documents = documents + [d for d in (store.stored_document(s.doc_id) for s in store.documents())
+        documents = documents + [d for d in (store.load_document(s.doc_id) for s in store.documents())
                                  if d is not None and d.doc_id not in known]
         force = True
     else:
@@ -123,7 +122,7 @@ def ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfi
     kept_lengths = [c.token_count for c in store.chunks() if c.doc_id not in replaced]
     new_lengths = [len(t) for p in prepared for t in p.terms]
     lengths = kept_lengths + new_lengths
-    avgdl = (sum(lengths) / len(lengths)) if lengths else 1.0
+    avgdl = average_length(lengths)
 
     texts = [c.indexed_text for p in prepared for c in p.chunks]
     added, updated = [], []
@@ -142,7 +141,7 @@ def ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfi
     changed_anything = bool(prepared or retracted)
     previous_avgdl = store.avgdl
     if changed_anything and previous_avgdl and kept_lengths and (
-            abs(avgdl - previous_avgdl) / previous_avgdl > AVGDL_TOLERANCE or force):
+            avgdl_drifted(previous_avgdl, avgdl, AVGDL_TOLERANCE) or force):
         refresh_sparse(store, cfg, avgdl, skip={p.doc.doc_id for p in prepared})
         notes.append(f"average chunk length moved {previous_avgdl:.1f} → {avgdl:.1f} tokens: "
                      "sparse vectors of unchanged chunks rewritten")
@@ -221,7 +220,7 @@ def _embed_and_build(group: list[_Prepared], embedder, cfg: PipelineConfig, avgd
         points, passages = [], [] if windows else None
         rows = zip(p.chunks, p.terms, dense[offset:offset + n], range(offset, offset + n), strict=True)
         for chunk, terms, vector, k in rows:
-            indices, values = to_sparse(bm25_doc_weights(terms, avgdl, cfg.keyword.k1, cfg.keyword.b))
+            indices, values = doc_sparse(terms, avgdl, cfg.keyword.k1, cfg.keyword.b)
             points.append(IndexPoint(point_id_for(p.doc, chunk.ordinal), vector.tolist(), indices, values,
                                      _payload(p.doc, chunk)))
             if windows:
@@ -256,7 +255,7 @@ def refresh_sparse(store: Store, cfg: PipelineConfig, avgdl: float, skip: set[st
     for point_id, terms in store.chunk_terms().items():
         if point_id in skip_points:
             continue
-        indices, values = to_sparse(bm25_doc_weights(terms, avgdl, cfg.keyword.k1, cfg.keyword.b))
+        indices, values = doc_sparse(terms, avgdl, cfg.keyword.k1, cfg.keyword.b)
         items.append((point_id, indices, values))
     store.index.update_sparse(items)
     return len(items)
@@ -307,7 +306,7 @@ def repair(store: Store, cfg: PipelineConfig, models: Models, progress: bool = F
     missing = store.missing_points()
     if missing:
         doc_ids = sorted({cid.rsplit("#", 1)[0] for cid in missing})
-        docs = [d for d in (store.stored_document(doc_id) for doc_id in doc_ids) if d is not None]
+        docs = [d for d in (store.load_document(doc_id) for doc_id in doc_ids) if d is not None]
         # Re-indexed in place, never deleted first: a process dying half-way must not lose a document's text.
         ingest_documents(store, docs, cfg, models, progress=progress, rebuild=True)
         actions.append(f"rebuilt {len(missing)} missing chunks of {len(docs)} documents from the stored text")

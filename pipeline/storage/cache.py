@@ -42,7 +42,7 @@ import threading
 import unicodedata
 from pathlib import Path
 
-from pipeline.storage.runs import apply_migrations, connect, transaction, utc_now
+from pipeline.storage.sqlite import apply_migrations, connect, transaction, utc_now
 from pipeline.trace import Trace
 
 _TRAILING = re.compile(r"[\s?!.。？！…,;:]+$")

@@ -4,11 +4,8 @@ SQLite in WAL mode (readers never block the writer; the Streamlit server's threa
 write to the same ``runs.sqlite``), a busy timeout so a concurrent writer waits instead of failing, and one
 connection per ``RunLog`` guarded by a lock (sqlite3 connections must not be used by two threads at once).
 
-Schema changes go through numbered migration functions, as in simonw/llm: ``m001_query_runs``,
-``m002_...``, each applied once, in order, inside one ``BEGIN IMMEDIATE`` transaction that also records its
-name in the ``migrations`` table — so two processes opening an old database at the same moment cannot both
-apply a migration, and a crash mid-migration leaves the old schema intact. Never edit a released migration;
-add the next one.
+Schema changes go through numbered migration functions (``m001_query_runs``, ``m002_...``), applied by
+:func:`pipeline.storage.sqlite.apply_migrations`; never edit a released migration, add the next one.
 
 A row keeps the columns a person queries by hand (question, rewritten query, config hash, corpus version,
 gate decision and score, retrieved chunk ids and scores, answer, final confidence and limitations,
@@ -23,70 +20,13 @@ import dataclasses
 import json
 import sqlite3
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.storage.sqlite import applied_migrations, apply_migrations, connect, transaction, utc_now
 from pipeline.trace import Trace
-
-BUSY_TIMEOUT_MS = 30_000
-
-
-def connect(path: Path) -> sqlite3.Connection:
-    """An autocommit connection in WAL mode with a busy timeout; callers open explicit transactions."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                         check_same_thread=False)
-    db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    _retry_locked(lambda: db.execute("PRAGMA journal_mode=WAL"))
-    db.execute("PRAGMA synchronous=NORMAL")
-    return db
-
-
-def _retry_locked(fn: Callable[[], Any], attempts: int = 50) -> Any:
-    """Switching to WAL takes an exclusive lock without honouring busy_timeout; retry it briefly."""
-    for attempt in range(attempts):
-        try:
-            return fn()
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or attempt == attempts - 1:
-                raise
-            time.sleep(0.05)
-
-
-@contextmanager
-def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """BEGIN IMMEDIATE (take the write lock up front, so the busy timeout applies) ... COMMIT or ROLLBACK."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield db
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-
-
-def apply_migrations(db: sqlite3.Connection, migrations: list[Callable[[sqlite3.Connection], None]]) -> list[str]:
-    """Apply the migrations not yet recorded, in order; returns the names applied now."""
-    db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    applied_now = []
-    for migration in migrations:
-        with transaction(db):
-            if db.execute("SELECT 1 FROM migrations WHERE name=?", (migration.__name__,)).fetchone():
-                continue
-            migration(db)
-            db.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (migration.__name__, utc_now()))
-            applied_now.append(migration.__name__)
-    return applied_now
-
-
-def utc_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
 
 # -- migrations (append only) ----------------------------------------------------------------------------
 
@@ -261,7 +201,7 @@ class RunLog:
 
     def applied_migrations(self) -> list[str]:
         with self._lock:
-            return [r[0] for r in self._db.execute("SELECT name FROM migrations ORDER BY name")]
+            return applied_migrations(self._db)
 
 
 def _new_id() -> str:

@@ -1,4 +1,4 @@
-"""Identifier-preserving tokenizer and BM25 term weights for the keyword leg's sparse vectors.
+"""Identifier-preserving tokenizer for the keyword leg and the answerer's lexical checks.
 
 Support questions are full of identifiers — ``ERR_TIMEOUT_502``, ``delivery.timeout_ms``, ``v3.1``,
 ``harbor.toml`` — that generic tokenizers (Qdrant's built-in BM25 one included) split into pieces, so a
@@ -10,24 +10,13 @@ Plain words are lower-cased, English stop words are dropped, and a light plural 
 "S" stemmer, "How effective is suffixing?", JASIS 1991) folds "retries"/"retry", "endpoints"/"endpoint".
 Identifiers and numbers are never stemmed.
 
-BM25 (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", 2009) splits into a
-per-document term-frequency weight, computed here and stored as the sparse vector's value,
-
-    w(t, d) = tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))
-
-and the inverse document frequency, which the engine applies at query time (Qdrant's IDF modifier:
-``ln(1 + (N - n + 0.5) / (n + 0.5))``). The query vector carries each term's count in the query, so the
-engine's dot product is exactly ``sum_t count_q(t) * idf(t) * w(t, d)``.
+The tokens feed the keyword leg's BM25 sparse vectors (:mod:`pipeline.retrieval.bm25`) and the lexical
+overlap checks of the extractive generator.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import math
 import re
-from collections import Counter
-from collections.abc import Iterable
 
 # A token: runs of letters/digits/underscores, optionally joined by . - / : into one compound
 # ("delivery.timeout_ms", "v3.1", "ERR_TIMEOUT_502", "harbor.toml", "/v2/events").
@@ -75,39 +64,3 @@ def tokenize(text: str) -> list[str]:
         else:
             out.append(raw if _is_compound(raw) else _stem(raw))
     return out
-
-
-@functools.lru_cache(maxsize=200_000)
-def term_id(term: str) -> int:
-    """Stable 32-bit sparse-vector index of a term (Qdrant sparse indices are u32)."""
-    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest(), "little")
-
-
-def bm25_doc_weights(tokens: Iterable[str], avgdl: float, k1: float, b: float) -> dict[str, float]:
-    """Per-term BM25 term-frequency weights of one document (the IDF is applied by the engine)."""
-    counts = Counter(tokens)
-    length = sum(counts.values())
-    if not counts:
-        return {}
-    norm = k1 * (1.0 - b + b * length / max(avgdl, 1e-9))
-    return {term: tf * (k1 + 1.0) / (tf + norm) for term, tf in counts.items()}
-
-
-def query_weights(tokens: Iterable[str]) -> dict[str, float]:
-    """Query-side weights: each term's count, so repeated query terms count as rank-bm25 counts them."""
-    return {term: float(count) for term, count in Counter(tokens).items()}
-
-
-def idf(n_docs: int, doc_freq: int) -> float:
-    """The engine's IDF (Qdrant's modifier, Lucene's BM25 variant): always positive."""
-    return math.log(1.0 + (n_docs - doc_freq + 0.5) / (doc_freq + 0.5))
-
-
-def to_sparse(weights: dict[str, float]) -> tuple[list[int], list[float]]:
-    """Sparse (indices, values) for the engine; colliding term ids (rare) have their weights summed."""
-    merged: dict[int, float] = {}
-    for term, weight in weights.items():
-        index = term_id(term)
-        merged[index] = merged.get(index, 0.0) + weight
-    indices = sorted(merged)
-    return indices, [merged[i] for i in indices]

@@ -17,10 +17,11 @@ from pipeline.config import ConfigError, PipelineConfig
 from pipeline.engine import MAX_QUESTION_CHARS, Pipeline, QuestionError
 from pipeline.generation.prompts import ABSTENTION_MESSAGE
 from pipeline.ingestion.ingest import ingest_paths, needs_repair
+from pipeline.retrieval.bm25 import query_weights, to_sparse
 from pipeline.storage.runs import RunLog
 from pipeline.storage.store import Store
 from pipeline.testing import FakeLLM, fake_models
-from pipeline.text.tokenize import query_weights, to_sparse, tokenize
+from pipeline.text.tokenize import tokenize
 from tests.reliability.rel_support import LLM_CFG, QUESTION, error_lines, one_line_error, workbench
 
 

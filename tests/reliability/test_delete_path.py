@@ -11,10 +11,11 @@ import sqlite3
 from pipeline.config import PipelineConfig
 from pipeline.engine import Pipeline
 from pipeline.ingestion.ingest import ingest_paths
+from pipeline.retrieval.bm25 import query_weights, to_sparse
 from pipeline.storage.runs import RunLog
 from pipeline.storage.store import Store
 from pipeline.testing import FakeEmbedder, fake_models
-from pipeline.text.tokenize import query_weights, to_sparse, tokenize
+from pipeline.text.tokenize import tokenize
 from tests.reliability.rel_support import BENIGN, QUESTION, workbench
 
 GONE = "mg-timeout"

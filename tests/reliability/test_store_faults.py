@@ -26,9 +26,10 @@ from pipeline.config import PipelineConfig
 from pipeline.ingestion.chunking import chunk_document
 from pipeline.ingestion.documents import load_paths
 from pipeline.ingestion.ingest import ingest_paths, needs_repair
+from pipeline.retrieval.bm25 import query_weights, to_sparse
 from pipeline.storage.store import Store
 from pipeline.testing import fake_models
-from pipeline.text.tokenize import query_weights, to_sparse, tokenize
+from pipeline.text.tokenize import tokenize
 from tests.reliability.rel_support import BENIGN, CLI_ENV, QUESTION, ROOT, one_line_error, workbench
 
 N_DOCS = 240

@@ -72,7 +72,8 @@ def test_supersession_on_the_demo_corpus(demo_store_real):
 
 @pytest.mark.slow
 def test_supersession_travels_with_the_chunk_into_search_results(demo_store_real):
-    from pipeline.text.tokenize import query_weights, to_sparse, tokenize
+    from pipeline.retrieval.bm25 import query_weights, to_sparse
+    from pipeline.text.tokenize import tokenize
 
     indices, values = to_sparse(query_weights(tokenize("rate_limit.requests_per_minute default 100")))
     hits = demo_store_real.keyword_search(indices, values, 50)

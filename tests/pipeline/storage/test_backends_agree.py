@@ -6,12 +6,14 @@ and after fusion, same chunks in the same order. ``benchmarks/perf.py`` times bo
 import pytest
 
 from pipeline.config import PipelineConfig
+from pipeline.context import StageContext
 from pipeline.ingestion.ingest import ingest_paths
 from pipeline.models.registry import Models
 from pipeline.retrieval import retrieve
+from pipeline.retrieval.bm25 import query_weights, to_sparse
 from pipeline.storage.store import Store
 from pipeline.testing import FakeEmbedder
-from pipeline.text.tokenize import query_weights, to_sparse, tokenize
+from pipeline.text.tokenize import tokenize
 from tests.conftest import DEMO_CORPUS
 
 QUERIES = ["ERR_TIMEOUT_502", "how do I rotate the webhook signing secret", "delivery.timeout_ms default",
@@ -51,6 +53,6 @@ def test_each_leg_returns_the_same_top10(demo_store_fake, client_store, query):
 @pytest.mark.parametrize("query", QUERIES)
 def test_the_fused_top10_is_the_same(demo_store_fake, client_store, query):
     cfg, models = PipelineConfig(), Models(embedder=FakeEmbedder())
-    edge = retrieve.run(query, cfg, demo_store_fake, models).candidates[:10]
-    client = retrieve.run(query, cfg, client_store, models).candidates[:10]
+    edge = retrieve.run(query, cfg.retrieve, StageContext(models, demo_store_fake, cfg.embedding)).candidates[:10]
+    client = retrieve.run(query, cfg.retrieve, StageContext(models, client_store, cfg.embedding)).candidates[:10]
     assert [c.chunk_id for c in edge] == [c.chunk_id for c in client]

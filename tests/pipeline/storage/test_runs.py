@@ -6,7 +6,7 @@ import dataclasses
 import json
 import sqlite3
 
-from pipeline.storage import runs
+from pipeline.storage import runs, sqlite
 from pipeline.storage.runs import RunLog, RunSummary
 from tests.support.traces import abstained_trace, answered_trace
 
@@ -93,8 +93,8 @@ def test_reopening_applies_nothing_twice_and_keeps_the_rows(tmp_path):
 
 def test_an_m001_only_database_is_upgraded_and_old_rows_are_backfilled(tmp_path):
     path = tmp_path / "runs.sqlite"
-    old = runs.connect(path)
-    runs.apply_migrations(old, [runs.m001_query_runs])
+    old = sqlite.connect(path)
+    sqlite.apply_migrations(old, [runs.m001_query_runs])
     trace = answered_trace(run_id="old1", unsupported=1)
     old.execute("INSERT INTO query_runs (run_id, created_at, question, gate_decision, gate_score, answer, "
                 "llm_calls, trace_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -119,6 +119,6 @@ def test_an_m001_only_database_is_upgraded_and_old_rows_are_backfilled(tmp_path)
 def test_the_log_is_in_wal_mode_with_a_busy_timeout(tmp_path):
     path = tmp_path / "runs.sqlite"
     RunLog(path)
-    db = runs.connect(path)
+    db = sqlite.connect(path)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert db.execute("PRAGMA busy_timeout").fetchone()[0] == runs.BUSY_TIMEOUT_MS
+    assert db.execute("PRAGMA busy_timeout").fetchone()[0] == sqlite.BUSY_TIMEOUT_MS

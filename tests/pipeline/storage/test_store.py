@@ -8,8 +8,9 @@ import pytest
 
 from pipeline.config import PipelineConfig
 from pipeline.ingestion.ingest import delete_document, ingest_paths, needs_repair, repair
+from pipeline.retrieval.bm25 import query_weights, to_sparse
 from pipeline.storage.store import Store, StoreError
-from pipeline.text.tokenize import query_weights, to_sparse, tokenize
+from pipeline.text.tokenize import tokenize
 
 DOC_A = """---
 id: err-timeout-502
@@ -111,11 +112,11 @@ def test_an_interrupted_write_leaves_the_old_version_live_and_is_repaired(tmp_pa
     (folder / "a.md").write_text(DOC_A.replace("asynchronously", "in a background worker"))
 
     # Die after the new points were written to the index, before the catalogue switched to them.
-    real_db = store._db
-    monkeypatch.setattr(store, "_db", _Crashing(real_db, "DELETE FROM chunks"))
+    real_db = store.catalogue.db
+    monkeypatch.setattr(store.catalogue, "db", _Crashing(real_db, "DELETE FROM chunks"))
     with pytest.raises(RuntimeError):
         ingest_paths(store, [folder], PipelineConfig(), models, progress=False)
-    monkeypatch.setattr(store, "_db", real_db)
+    monkeypatch.setattr(store.catalogue, "db", real_db)
     # the old version is what search returns; the new points exist but are not live
     assert keyword_ids(store, "asynchronously") and not keyword_ids(store, "background worker")
     assert needs_repair(store)
