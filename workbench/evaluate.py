@@ -4,8 +4,10 @@ Method:
 
 1. The golden file is loaded and validated line by line (:mod:`workbench.golden`); bad lines are reported
    and skipped, the rest run.
-2. Each case is asked with its history (multi-turn follow-ups go through the rewrite stage) by a
-   :class:`~pipeline.engine.Pipeline` built for evaluation: the answer cache is off (``cache.enabled=False``:
+2. Each case is asked with its history (multi-turn follow-ups go through the rewrite stage) by
+   :func:`run_cases`, the one golden-set driver (``workbench eval``, ``workbench tune``'s searches, the app's
+   Evaluate & tune page and Gate lab all walk the cases through it), on a :class:`~pipeline.engine.Pipeline`
+   built for evaluation (:func:`eval_pipeline`): the answer cache is off (``cache.enabled=False``:
    a cached answer would hide the stages being measured) and nothing is written to the user's
    ``runs.sqlite`` (``log_runs=False``). The embedder is wrapped in a per-run memo
    (:class:`MemoEmbedder`): the validator encodes the passages of every cited chunk, and the same chunks
@@ -17,10 +19,10 @@ Method:
    in the documents of the top-10 ranked chunks; and the fraction-of-expected variant), MRR@10, citation
    support, fabricated markers, LLM calls made and saved, latency per stage, NLI support when an NLI
    model resolves (:mod:`workbench.nli`), and a per-tag breakdown.
-4. Outputs: ``--json`` prints ``{"summary", "rows"}`` (DESIGN.md); ``--out DIR`` writes ``traces.jsonl``
-   (one ``{"id", "trace"}`` per case: what ``workbench tune`` replays), ``summary.json``, ``eval.json`` and
-   ``rows.csv``; ``--csv FILE`` writes the rows too; ``--check FLOORS`` applies the deploy gate
-   (:mod:`workbench.floors`).
+4. Outputs (:func:`run_eval`; ``workbench.cli`` parses the flags): ``--json`` prints ``{"summary", "rows"}``
+   (docs/ARCHITECTURE.md); ``--out DIR`` writes ``traces.jsonl`` (one ``{"id", "trace"}`` per case: what ``workbench
+   tune`` replays), ``summary.json``, ``eval.json`` and ``rows.csv``; ``--csv FILE`` writes the rows too;
+   ``--check FLOORS`` applies the deploy gate (:mod:`workbench.floors`).
 
 Abstention is the gate's decision or an answer that is exactly ``ABSTENTION_MESSAGE``.
 """
@@ -33,8 +35,10 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +47,7 @@ from pipeline.config import PipelineConfig
 from pipeline.engine import Pipeline, QuestionError
 from pipeline.generation.prompts import ABSTENTION_MESSAGE
 from pipeline.models.registry import Models, default_models
-from pipeline.storage.store import Store, StoreError
+from pipeline.storage.store import Store
 from pipeline.trace import Trace
 from workbench import floors as floors_mod
 from workbench.golden import GoldenCase, GoldenSet, load_golden, subset
@@ -105,6 +109,13 @@ class EvalModels:
 def eval_config(cfg: PipelineConfig) -> PipelineConfig:
     """The configuration as given, with the answer cache off."""
     return cfg.with_overrides({"cache.enabled": False})
+
+
+def eval_pipeline(store: Store, models: Models, cfg: PipelineConfig) -> Pipeline:
+    """The pipeline every golden run uses: answer cache off, nothing logged, the embedder memoised
+    (``pipeline.models.memo`` counts what was encoded)."""
+    cfg = eval_config(cfg)
+    return Pipeline(store, EvalModels(models, cfg), cfg, log_runs=False)
 
 
 # -- rows (pure) --------------------------------------------------------------------------------------------
@@ -174,66 +185,137 @@ def build_row(case: GoldenCase, trace: Trace) -> EvalRow:
         question=case.question)
 
 
-# -- the run ------------------------------------------------------------------------------------------------
+# -- the driver: every golden walk goes through run_cases ---------------------------------------------------
+
+Progress = Callable[[int, int, str], None]
+"""``(done, total, case_id)``: called before each case with its id, then once more as ``(total, total, "")``."""
+
 
 @dataclass(frozen=True)
-class Evaluation:
+class GoldenRun:
+    """One walk of golden cases through a pipeline (:func:`run_cases`): the cases that ran and their traces,
+    in golden order; the golden file's problems and the questions the pipeline rejected; what it ran on."""
     cases: tuple[GoldenCase, ...]
     traces: tuple[Trace, ...]
-    rows: tuple[EvalRow, ...]
-    summary: dict
-    problems: tuple[str, ...] = ()
+    generated: bool                        # ask (True) or search only (False)
+    golden: str = ""                       # the golden file's path ("" for bare cases)
+    config_hash: str = ""
+    corpus_version: int = 0
+    seconds: float = 0.0
+    golden_problems: tuple[str, ...] = ()  # bad lines of the golden file
+    rejected: tuple[str, ...] = ()         # "case ID (line N): why" for each question the pipeline rejected
 
-    def to_dict(self) -> dict:
-        return {"summary": self.summary, "rows": [r.to_dict() for r in self.rows]}
+    @property
+    def problems(self) -> tuple[str, ...]:
+        return self.golden_problems + self.rejected
+
+    @cached_property
+    def rows(self) -> tuple[EvalRow, ...]:
+        return tuple(build_row(c, t) for c, t in zip(self.cases, self.traces, strict=True))
+
+    def by_id(self) -> dict[str, Trace]:
+        return {c.id: t for c, t in zip(self.cases, self.traces, strict=True)}
+
+    def scores(self):
+        """The gate signals per case (:class:`workbench.sweep.Scores`), what the threshold sweep replays."""
+        from workbench.sweep import extract
+
+        return extract([c.id for c in self.cases], [c.answerable for c in self.cases], self.traces)
 
 
-
-def run_cases(cases: Sequence[GoldenCase], pipeline: Pipeline, generate: bool = True,
-              progress: bool = False) -> tuple[list[tuple[GoldenCase, Trace]], list[str]]:
-    """Ask (or, ``generate=False``, only search) every case; a question the pipeline rejects is a problem."""
-    done, problems = [], []
-    items = cases
-    if progress:
-        from tqdm import tqdm
-
-        items = tqdm(cases, desc="eval" if generate else "search", unit="case", file=sys.stderr,
-                     dynamic_ncols=True)
-    for case in items:
+def run_cases(golden: GoldenSet | Sequence[GoldenCase], pipeline: Pipeline, *, generate: bool = True,
+              on_progress: Progress | None = None) -> GoldenRun:
+    """Ask (or, ``generate=False``, only search) every case with its history, one at a time; a question the
+    pipeline rejects is recorded in ``rejected`` and skipped. Build ``pipeline`` with :func:`eval_pipeline`."""
+    cases = tuple(golden.cases if isinstance(golden, GoldenSet) else golden)
+    ran, traces, rejected = [], [], []
+    started = time.perf_counter()
+    for i, case in enumerate(cases):
+        if on_progress is not None:
+            on_progress(i, len(cases), case.id)
         history = [{"role": m.role, "content": m.content} for m in case.history]
         try:
             trace = (pipeline.ask(case.question, history) if generate
                      else pipeline.search(case.question, history=history))
         except QuestionError as exc:
-            problems.append(f"case {case.id} (line {case.line}): {exc}")
+            rejected.append(f"case {case.id} (line {case.line}): {exc}")
             continue
-        done.append((case, trace))
-    return done, problems
+        ran.append(case)
+        traces.append(trace)
+    if on_progress is not None:
+        on_progress(len(cases), len(cases), "")
+    return GoldenRun(cases=tuple(ran), traces=tuple(traces), generated=generate,
+                     golden=golden.path if isinstance(golden, GoldenSet) else "",
+                     config_hash=pipeline.cfg.config_hash(), corpus_version=pipeline.store.corpus_version,
+                     seconds=time.perf_counter() - started,
+                     golden_problems=tuple(golden.problems) if isinstance(golden, GoldenSet) else (),
+                     rejected=tuple(rejected))
+
+
+def tqdm_progress(desc: str) -> Progress:
+    """A :data:`Progress` that draws a tqdm bar on stderr (the CLI's, when stderr is a terminal)."""
+    from tqdm import tqdm
+
+    bar = None
+
+    def update(done: int, total: int, case_id: str) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, desc=desc, unit="case", file=sys.stderr, dynamic_ncols=True)
+        bar.update(done - bar.n)
+        if case_id:
+            bar.set_postfix_str(case_id, refresh=False)
+        if done >= total:
+            bar.close()
+    return update
+
+
+# -- the measured run ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A :class:`GoldenRun` that asked every case, measured: one row per case and the summary."""
+    run: GoldenRun
+    summary: dict
+
+    @property
+    def cases(self) -> tuple[GoldenCase, ...]:
+        return self.run.cases
+
+    @property
+    def traces(self) -> tuple[Trace, ...]:
+        return self.run.traces
+
+    @property
+    def rows(self) -> tuple[EvalRow, ...]:
+        return self.run.rows
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        return self.run.problems
+
+    def to_dict(self) -> dict:
+        return {"summary": self.summary, "rows": [r.to_dict() for r in self.rows]}
 
 
 def evaluate(golden: GoldenSet, store: Store, models: Models, cfg: PipelineConfig, *, nli: bool = True,
-             progress: bool = False) -> Evaluation:
-    """Run the golden set through the pipeline and measure it (the module docstring says how)."""
-    cfg = eval_config(cfg)
-    eval_models = EvalModels(models, cfg)
-    pipeline = Pipeline(store, eval_models, cfg, log_runs=False)
-    started = time.perf_counter()
-    done, problems = run_cases(golden.cases, pipeline, progress=progress)
-    run_s = time.perf_counter() - started
-    traces = tuple(t for _, t in done)
-    rows = tuple(build_row(c, t) for c, t in done)
-    nli_block = nli_support(traces, models, cfg.validate.nli_model, progress) if nli else \
-        {"status": "off", "model": cfg.validate.nli_model, "reason": "--no-nli", "support_rate": None,
+             progress: bool = False, on_progress: Progress | None = None) -> Evaluation:
+    """Run the golden set through the pipeline and measure it (the module docstring says how). ``progress``
+    draws tqdm bars on stderr (the cases and the NLI check); ``on_progress`` replaces the cases' bar."""
+    pipeline = eval_pipeline(store, models, cfg)
+    memo = pipeline.models.memo
+    run = run_cases(golden, pipeline, generate=True,
+                    on_progress=on_progress or (tqdm_progress("eval") if progress else None))
+    nli_block = nli_support(run.traces, models, pipeline.cfg.validate.nli_model, progress) if nli else \
+        {"status": "off", "model": pipeline.cfg.validate.nli_model, "reason": "--no-nli", "support_rate": None,
          "agreement": None}
-    summary = summarise(rows, traces, tags=golden.tags, nli=nli_block)
-    summary["run"] = {"golden": golden.path, "cases": len(rows), "seconds": round(run_s, 1),
-                      "seconds_per_case": round(run_s / max(len(rows), 1), 3),
-                      "config_hash": cfg.config_hash(), "corpus_version": store.corpus_version,
-                      "embedder": eval_models.memo.name, "texts_encoded": eval_models.memo.encoded,
-                      "texts_requested": eval_models.memo.texts,
-                      "golden_problems": list(golden.problems) + problems}
-    return Evaluation(cases=tuple(c for c, _ in done), traces=traces, rows=rows, summary=summary,
-                      problems=tuple(golden.problems) + tuple(problems))
+    summary = summarise(run.rows, run.traces, tags=golden.tags, nli=nli_block)
+    summary["run"] = {"golden": golden.path, "cases": len(run.rows), "seconds": round(run.seconds, 1),
+                      "seconds_per_case": round(run.seconds / max(len(run.rows), 1), 3),
+                      "config_hash": run.config_hash, "corpus_version": run.corpus_version,
+                      "embedder": memo.name, "texts_encoded": memo.encoded, "texts_requested": memo.texts,
+                      "golden_problems": list(run.problems)}
+    return Evaluation(run=run, summary=summary)
 
 
 # -- outputs ------------------------------------------------------------------------------------------------
@@ -278,13 +360,9 @@ def write_outputs(out: Path, evaluation: Evaluation) -> None:
     write_csv(out / "rows.csv", evaluation.rows)
 
 
-# -- CLI ----------------------------------------------------------------------------------------------------
+# -- the command ----------------------------------------------------------------------------------------------
 
-def require_corpus(store: Store, args) -> None:
-    """The CLI's "ingest first" message, raised as a StoreError (printed as one line, exit 2)."""
-    if store.is_empty():
-        raise StoreError(f"the store {store.home} is empty; ingest documents first: workbench ingest golden/corpus"
-                         + (f" --store {args.store}" if getattr(args, "store", None) else ""))
+StoreOpener = Callable[[], AbstractContextManager[Store]]
 
 
 def _missing_expected(golden: GoldenSet, store: Store) -> list[str]:
@@ -292,47 +370,39 @@ def _missing_expected(golden: GoldenSet, store: Store) -> list[str]:
     return sorted({d for c in golden.cases for d in c.expected_doc_ids if d not in known})
 
 
-def set_threads(threads: int | None) -> None:
-    """One torch thread by default: the evaluation runs one small forward at a time, and on shared cores two
-    intra-op threads wait on each other (measured 5x slower on the 2-core development machine)."""
-    if threads and threads > 0:
-        import torch
-
-        torch.set_num_threads(threads)
-
-
-def main(args, cfg: PipelineConfig, open_store) -> int:
-    """``workbench eval``: 0 passed, 1 the deploy gate failed, 2 bad input (bad golden lines included)."""
-    set_threads(getattr(args, "threads", 1))
-    golden = subset(load_golden(args.golden), args.limit)
-    gate = floors_mod.load_floors(args.check, golden.tags) if args.check else None
-    for problem in golden.problems:
+def run_eval(golden: str | Path, cfg: PipelineConfig, *, open_store: StoreOpener, models: Models | None = None,
+             check: str | Path | None = None, out: str | Path | None = None, csv_path: str | Path | None = None,
+             limit: int | None = None, nli: bool = True, json_output: bool = False, progress: bool = False) -> int:
+    """``workbench eval`` (``workbench.cli`` parses the flags): 0 passed, 1 the deploy gate failed, 2 bad input
+    (bad golden lines included). ``open_store()`` gives the store as a context manager (the CLI's says "ingest
+    first" when it is empty); ``models`` defaults to the process-wide ones."""
+    golden_set = subset(load_golden(golden), limit)
+    gate = floors_mod.load_floors(check, golden_set.tags) if check else None
+    for problem in golden_set.problems:
         print(f"problem: {problem}", file=sys.stderr)
-    with open_store(args, cfg) as store:
-        require_corpus(store, args)
-        missing = _missing_expected(golden, store)
+    with open_store() as store:
+        missing = _missing_expected(golden_set, store)
         if missing:
             print(f"note: {len(missing)} expected documents are not in the store {store.home}: "
                   f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}", file=sys.stderr)
-        evaluation = evaluate(golden, store, default_models(), cfg, nli=not getattr(args, "no_nli", False),
-                              progress=sys.stderr.isatty())
-    for problem in evaluation.problems[len(golden.problems):]:
+        evaluation = evaluate(golden_set, store, models or default_models(), cfg, nli=nli, progress=progress)
+    for problem in evaluation.run.rejected:
         print(f"problem: {problem}", file=sys.stderr)
-    if args.out:
-        write_outputs(Path(args.out), evaluation)
-    if args.csv:
-        write_csv(Path(args.csv), evaluation.rows)
-    if args.json:
+    if out:
+        write_outputs(Path(out), evaluation)
+    if csv_path:
+        write_csv(Path(csv_path), evaluation.rows)
+    if json_output:
         print(json.dumps(evaluation.to_dict(), indent=2, ensure_ascii=False))
     else:
         print(render_summary(evaluation.summary))
     run = evaluation.summary["run"]
     print(f"evaluated {run['cases']} cases in {run['seconds']:.1f} s"
-          + (f"; traces, summary and rows in {args.out}" if args.out else ""), file=sys.stderr)
+          + (f"; traces, summary and rows in {out}" if out else ""), file=sys.stderr)
     status = 0
     if gate is not None:
         failures = floors_mod.check(evaluation.summary, gate)
-        for line in floors_mod.report_lines(failures, gate, args.check):
+        for line in floors_mod.report_lines(failures, gate, str(check)):
             print(line, file=sys.stderr)
         status = 1 if failures else 0
     return 2 if evaluation.problems else status

@@ -8,7 +8,9 @@ traces are saved there for the next run. The sweep itself (:mod:`workbench.sweep
 
 Writes under ``--out``: ``report.md``, ``report.json``, ``tradeoff.html``, ``distributions.html`` and
 ``heatmap.html`` (plotly; ``plotly.min.js`` is written once beside them so they open offline). It prints
-the markdown report (``--json``: the JSON report) and never rewrites the config.
+the markdown report (``--json``: the JSON report) and never rewrites the config. ``workbench.cli`` parses the
+flags and calls :func:`run_tune`; the searches go through the golden-set driver
+:func:`workbench.evaluate.run_cases`.
 """
 
 from __future__ import annotations
@@ -17,26 +19,21 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
 
 from pipeline.config import ConfigError, PipelineConfig
-from pipeline.engine import Pipeline
-from pipeline.models.registry import default_models
+from pipeline.gate.rule import answers
+from pipeline.models.registry import Models, default_models
+from pipeline.storage.store import Store
 from pipeline.trace import Trace
 from workbench import figures
-from workbench.evaluate import (
-    EvalModels,
-    eval_config,
-    read_traces,
-    require_corpus,
-    run_cases,
-    set_threads,
-    write_traces,
-)
+from workbench.evaluate import eval_pipeline, read_traces, run_cases, tqdm_progress, write_traces
 from workbench.golden import GoldenSet, load_golden
-from workbench.sweep import FIELDS, RULE_KEYS, SIGNALS, answers, configured_rule, extract, rates, recommend, sweep
+from workbench.sweep import FIELDS, RULE_KEYS, SIGNALS, configured_rule, extract, rates, recommend, sweep
 
 RETRIEVAL_SECTIONS = ("embedding", "keyword", "retrieve", "rerank", "rewrite")
 UNANSWERABLE_TAGS = ("off-topic", "hard-unanswerable", "retracted")
@@ -66,38 +63,40 @@ def _stored(out: Path, meta: dict) -> dict[str, Trace] | None:
     return None
 
 
-def collect_traces(args, cfg: PipelineConfig, golden: GoldenSet, open_store) -> tuple[dict[str, Trace], str]:
-    """{case id: trace} and where they came from."""
-    if args.traces:
+def collect_traces(golden: GoldenSet, cfg: PipelineConfig, *, out: str | Path, traces: str | Path | None = None,
+                   open_store: Callable[[], AbstractContextManager[Store]] | None = None,
+                   models: Models | None = None, progress: bool = False) -> tuple[dict[str, Trace], str]:
+    """{case id: trace} and where they came from: ``traces`` replayed, ``OUT/traces.jsonl`` reused, or every case
+    searched once (:func:`~workbench.evaluate.run_cases`, ``generate=False``) and saved under ``out``."""
+    if traces:
         try:
-            return read_traces(Path(args.traces)), f"replayed {args.traces}"
+            return read_traces(Path(traces)), f"replayed {traces}"
         except FileNotFoundError:
-            raise TuneError(f"traces file {args.traces} not found (write one with: workbench eval GOLDEN --out DIR)") \
+            raise TuneError(f"traces file {traces} not found (write one with: workbench eval GOLDEN --out DIR)") \
                 from None
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise TuneError(f"traces file {args.traces} is not a workbench traces.jsonl: {exc}") from None
-    out = Path(args.out)
-    with open_store(args, cfg) as store:
-        require_corpus(store, args)
+            raise TuneError(f"traces file {traces} is not a workbench traces.jsonl: {exc}") from None
+    if open_store is None:
+        raise TuneError("no traces file and no store to search")
+    out = Path(out)
+    with open_store() as store:
         meta = traces_meta(store, cfg, golden)
         stored = _stored(out, meta)
         if stored is not None:
             return stored, f"reused {out / 'traces.jsonl'} (same store, corpus version and retrieval settings)"
-        cfg = eval_config(cfg)
-        pipeline = Pipeline(store, EvalModels(default_models(), cfg), cfg, log_runs=False)
-        started = time.perf_counter()
-        done, problems = run_cases(golden.cases, pipeline, generate=False, progress=sys.stderr.isatty())
-    for problem in problems:
+        run = run_cases(golden, eval_pipeline(store, models or default_models(), cfg), generate=False,
+                        on_progress=tqdm_progress("search") if progress else None)
+    for problem in run.rejected:
         print(f"problem: {problem}", file=sys.stderr)
-    write_traces(out / "traces.jsonl", [c for c, _ in done], [t for _, t in done])
+    write_traces(out / "traces.jsonl", run.cases, run.traces)
     (out / "traces.meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    return {c.id: t for c, t in done}, f"searched {len(done)} cases in {time.perf_counter() - started:.1f} s"
+    return run.by_id(), f"searched {len(run.cases)} cases in {run.seconds:.1f} s"
 
 
 def by_tag(scores, tags: list[tuple[str, ...]], rule: str, thresholds: dict, cfg) -> dict:
     """Answer / false-answer rates per tag at one setting (which questions does it still get wrong?)."""
     fixed = {k: getattr(cfg, f) for k, f in FIELDS.items() if k not in thresholds}
-    answered = answers(scores, rule, **thresholds, **fixed)
+    answered = answers(scores.rerank, scores.fused, scores.dense, rule, **thresholds, **fixed)
     out = {}
     for tag in sorted({t for ts in tags for t in ts}):
         mask = np.array([tag in ts for ts in tags])
@@ -123,9 +122,7 @@ def render_markdown(report: dict) -> str:
     bound = r["max_false_answer_rate"]
     lines = ["# Gate threshold sweep", "",
              f"{r['cases']} golden cases ({r['answerable']} answerable, {r['unanswerable']} unanswerable); "
-             f"traces: {r['source']}. False-answer bound: {bound:.0%}. Sweep time: {r['sweep_ms']:.0f} ms. "
-             f"Vectorised decisions vs `gate.replay`: {r['replay_check']['mismatches']} mismatches in "
-             f"{r['replay_check']['decisions_checked']:,} checked.", "",
+             f"traces: {r['source']}. False-answer bound: {bound:.0%}. Sweep time: {r['sweep_ms']:.0f} ms.", "",
              f"Current gate: `signal={r['current_gate']['signal']}` → answers "
              f"{_pct(r['current_gate']['answer_rate_answerable'])} of answerable, "
              f"{_pct(r['current_gate']['false_answer_rate_unanswerable'])} of unanswerable.", "",
@@ -184,26 +181,32 @@ def write_figures(out: Path, report: dict, scores) -> None:
             out / "heatmap_auto.html", include_plotlyjs="directory")
 
 
-def run_tune(args, cfg: PipelineConfig, open_store) -> int:
-    set_threads(getattr(args, "threads", 1))
-    if not 0.0 <= args.max_false_answer_rate <= 1.0:
-        raise TuneError(f"--max-false-answer-rate must be between 0 and 1, got {args.max_false_answer_rate}")
-    if args.grid < 2:
-        raise TuneError(f"--grid must be at least 2, got {args.grid}")
-    golden = load_golden(args.golden)
-    for problem in golden.problems:
+def run_tune(golden: str | Path, cfg: PipelineConfig, *, out: str | Path = "tune-output",
+             max_false_answer_rate: float = 0.05, grid: int = 20, traces: str | Path | None = None,
+             json_output: bool = False, open_store: Callable[[], AbstractContextManager[Store]] | None = None,
+             models: Models | None = None, progress: bool = False) -> int:
+    """``workbench tune`` (``workbench.cli`` parses the flags): 0, or 2 when the golden file has bad lines.
+    ``open_store()`` gives the store as a context manager; it is not opened when ``traces`` is given."""
+    if not 0.0 <= max_false_answer_rate <= 1.0:
+        raise TuneError(f"--max-false-answer-rate must be between 0 and 1, got {max_false_answer_rate}")
+    if grid < 2:
+        raise TuneError(f"--grid must be at least 2, got {grid}")
+    golden_set = load_golden(golden)
+    for problem in golden_set.problems:
         print(f"problem: {problem}", file=sys.stderr)
-    out = Path(args.out)
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    traces, source = collect_traces(args, cfg, golden, open_store)
-    cases = [c for c in golden.cases if c.id in traces]
+    by_id, source = collect_traces(golden_set, cfg, out=out, traces=traces, open_store=open_store, models=models,
+                                   progress=progress)
+    cases = [c for c in golden_set.cases if c.id in by_id]
     if not cases:
-        raise TuneError(f"none of the {len(golden.cases)} golden cases has a trace ({source})")
-    if len(cases) < len(golden.cases):
-        print(f"note: {len(golden.cases) - len(cases)} golden cases have no trace and are left out", file=sys.stderr)
-    scores = extract([c.id for c in cases], [c.answerable for c in cases], [traces[c.id] for c in cases])
+        raise TuneError(f"none of the {len(golden_set.cases)} golden cases has a trace ({source})")
+    if len(cases) < len(golden_set.cases):
+        print(f"note: {len(golden_set.cases) - len(cases)} golden cases have no trace and are left out",
+              file=sys.stderr)
+    scores = extract([c.id for c in cases], [c.answerable for c in cases], [by_id[c.id] for c in cases])
     started = time.perf_counter()
-    report = sweep(scores, cfg.gate, args.max_false_answer_rate, args.grid)
+    report = sweep(scores, cfg.gate, max_false_answer_rate, grid)
     report["sweep_ms"] = (time.perf_counter() - started) * 1000
     report["source"] = source
     report["recommendation"] = recommend(report)
@@ -217,6 +220,6 @@ def run_tune(args, cfg: PipelineConfig, open_store) -> int:
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     (out / "report.md").write_text(markdown, encoding="utf-8")
     write_figures(out, report, scores)
-    print(json.dumps(report, indent=2) if args.json else markdown)
+    print(json.dumps(report, indent=2) if json_output else markdown)
     print(f"wrote report.md, report.json and plots to {out}", file=sys.stderr)
-    return 2 if golden.problems else 0
+    return 2 if golden_set.problems else 0

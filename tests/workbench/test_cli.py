@@ -1,4 +1,4 @@
-"""The workbench CLI as a user runs it: real entry point, subprocesses, JSON shapes from DESIGN.md."""
+"""The workbench CLI as a user runs it: real entry point, subprocesses, JSON shapes from docs/ARCHITECTURE.md."""
 
 import json
 import os
@@ -92,3 +92,95 @@ def test_searching_an_empty_store_says_to_ingest_first(tmp_path):
     result = workbench("ask", "How do I replay events?", "--store", str(tmp_path / "s"))
     assert result.returncode == 2
     assert "ingest documents first" in one_line_error(result)
+
+
+# -- eval and tune in process: the flags reach the one golden-set driver ------------------------------------------
+
+class _Borrowed:
+    """The session's fake demo store in place of the store the CLI would open; the CLI may not close it."""
+
+    def __init__(self, store):
+        self._store = store
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self._store
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.fixture
+def in_process(monkeypatch, demo_store_fake):
+    """``workbench.cli.main`` on the fake demo store with the fake models; every driver call is recorded."""
+    from pipeline.testing import fake_models
+    from workbench import cli, evaluate, tune
+
+    monkeypatch.setattr(cli, "open_store", lambda args, cfg=None, repair=True: _Borrowed(demo_store_fake))
+    for module in (evaluate, tune):
+        monkeypatch.setattr(module, "default_models", lambda: fake_models(reranker=False))
+    calls, real = [], evaluate.run_cases
+
+    def spy(golden, pipeline, *, generate=True, on_progress=None):
+        calls.append((generate, len(golden.cases)))
+        return real(golden, pipeline, generate=generate, on_progress=on_progress)
+
+    monkeypatch.setattr(evaluate, "run_cases", spy)
+    monkeypatch.setattr(tune, "run_cases", spy)
+    return cli.main, calls
+
+
+@pytest.fixture
+def tiny_golden(tmp_path):
+    lines = (ROOT / "golden" / "golden.jsonl").read_text(encoding="utf-8").splitlines()
+    off_topic = [ln for ln in lines[4:] if '"off-topic"' in ln][:2]
+    path = tmp_path / "tiny.jsonl"
+    path.write_text("\n".join(lines[:4] + off_topic) + "\n", encoding="utf-8")
+    return path
+
+
+def test_eval_and_tune_run_the_golden_set_through_one_driver(in_process, tiny_golden, tmp_path, capsys):
+    main, calls = in_process
+    floors = tmp_path / "floors.json"
+    floors.write_text(json.dumps({"floors": {"recall_at_10": 0.0}}), encoding="utf-8")
+    out = tmp_path / "eval"
+    assert main(["eval", str(tiny_golden), "--store", "x", "--json", "--no-nli", "--check", str(floors),
+                 "--out", str(out), "--csv", str(tmp_path / "rows.csv")]) == 0
+    captured = capsys.readouterr()
+    assert len(json.loads(captured.out)["rows"]) == 6
+    assert "evaluated 6 cases" in captured.err and f"deploy gate passed: 1 floors and 0 ceilings in {floors}" \
+        in captured.err
+    assert {p.name for p in out.iterdir()} == {"traces.jsonl", "summary.json", "eval.json", "rows.csv"}
+    assert (tmp_path / "rows.csv").read_text() == (out / "rows.csv").read_text()
+
+    floors.write_text(json.dumps({"floors": {"recall_at_10": 1.01}}), encoding="utf-8")
+    assert main(["eval", str(tiny_golden), "--store", "x", "--no-nli", "--check", str(floors), "--limit", "2"]) == 1
+    assert "deploy gate FAILED" in capsys.readouterr().err
+
+    tuned = tmp_path / "tune"
+    assert main(["tune", str(tiny_golden), "--store", "x", "--out", str(tuned), "--grid", "5", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["cases"] == 6 and report["source"].startswith("searched 6 cases")
+    assert (tuned / "traces.jsonl").is_file() and (tuned / "report.md").is_file()
+    assert main(["tune", str(tiny_golden), "--store", "x", "--out", str(tuned), "--grid", "5"]) == 0
+    assert "reused" in capsys.readouterr().out
+    assert main(["tune", str(tiny_golden), "--out", str(tmp_path / "replay"), "--traces",
+                 str(out / "traces.jsonl")]) == 0
+    assert "replayed" in capsys.readouterr().out
+    assert calls == [(True, 6), (True, 2), (False, 6)], "eval asks, tune searches once, reuse and replay run none"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--grid", "1"], "error: --grid must be at least 2, got 1"),
+    (["--max-false-answer-rate", "2"], "error: --max-false-answer-rate must be between 0 and 1, got 2.0"),
+    (["--traces", "/nonexistent/traces.jsonl"], "error: traces file /nonexistent/traces.jsonl not found"),
+])
+def test_bad_tune_flags_are_one_line_and_exit_2(in_process, tiny_golden, tmp_path, capsys, args, message):
+    main, calls = in_process
+    assert main(["tune", str(tiny_golden), "--out", str(tmp_path / "t"), *args]) == 2
+    assert capsys.readouterr().err.startswith(message) and calls == []

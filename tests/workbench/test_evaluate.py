@@ -1,8 +1,7 @@
-"""workbench eval: every golden case through the pipeline, one row each, the DESIGN.md summary, every trace kept."""
+"""workbench eval: every golden case through the pipeline, one row each, the docs/ARCHITECTURE.md summary, every trace kept."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import csv
 import dataclasses
@@ -168,15 +167,13 @@ class _Borrowed(contextlib.AbstractContextManager):
 
 
 def _main(monkeypatch, store, golden, **kw):
-    monkeypatch.setattr(evaluate, "default_models", lambda: fake_models(reranker=False))
-    args = argparse.Namespace(**{"golden": str(golden), "check": None, "csv": None, "out": None, "limit": None,
-                                 "json": True, "store": str(store.home), "no_nli": True, "threads": 0, **kw})
-    return evaluate.main(args, PipelineConfig(), lambda a, c: _Borrowed(store))
+    return evaluate.run_eval(golden, PipelineConfig(), open_store=lambda: _Borrowed(store),
+                             models=fake_models(reranker=False), **{"nli": False, "json_output": True, **kw})
 
 
 def test_json_output_and_the_files_written_under_out(demo_store_fake, small_golden, tmp_path, monkeypatch, capsys):
     out, extra_csv = tmp_path / "out", tmp_path / "rows-copy.csv"
-    assert _main(monkeypatch, demo_store_fake, small_golden, out=str(out), csv=str(extra_csv), limit=6) == 0
+    assert _main(monkeypatch, demo_store_fake, small_golden, out=str(out), csv_path=str(extra_csv), limit=6) == 0
     printed = json.loads(capsys.readouterr().out)
     assert len(printed["rows"]) == 6
     assert json.loads((out / "summary.json").read_text()) == printed["summary"]
@@ -227,3 +224,34 @@ def test_real_stack_retrieves_the_expected_documents_and_a_dense_gate_abstains_o
     assert all(r.abstained_by == "gate" and r.llm_calls == 0 and r.gate_scale == "dense" for r in off_topic)
     assert gated.summary["llm_calls_saved"] >= len(off_topic)
     assert {r.id: r.retrieved_doc_ids for r in gated.rows} == {r.id: r.retrieved_doc_ids for r in default.rows}
+
+
+# -- the one golden-set driver ----------------------------------------------------------------------------------
+
+def test_the_driver_reports_progress_once_per_case_and_keeps_golden_order(demo_store_fake, small_golden):
+    golden = load_golden(small_golden)
+    calls = []
+    pipeline = evaluate.eval_pipeline(demo_store_fake, fake_models(reranker=False), PipelineConfig())
+    run = evaluate.run_cases(golden, pipeline, generate=False, on_progress=lambda *a: calls.append(a))
+    ids = [c.id for c in golden.cases]
+    assert calls == [(i, len(ids), case_id) for i, case_id in enumerate(ids)] + [(len(ids), len(ids), "")]
+    assert [c.id for c in run.cases] == [r.id for r in run.rows] == list(run.by_id()) == ids
+    assert not run.generated and all(t.generation.status != "ran" for t in run.traces)
+    assert run.golden == golden.path and run.corpus_version == demo_store_fake.corpus_version
+    assert run.config_hash == pipeline.cfg.config_hash() and not pipeline.cfg.cache.enabled
+    assert list(run.scores().ids) == ids
+
+
+def test_a_rejected_question_is_a_problem_and_the_rest_run(demo_store_fake):
+    cases = (_case(id="ok", question="What does ERR_TIMEOUT_502 mean?"), _case(id="empty", question="   ", line=2))
+    run = evaluate.run_cases(cases, evaluate.eval_pipeline(demo_store_fake, fake_models(reranker=False),
+                                                           PipelineConfig()), generate=False)
+    assert [c.id for c in run.cases] == ["ok"] and len(run.rejected) == 1
+    assert run.rejected[0].startswith("case empty (line 2): ") and run.problems == run.rejected
+
+
+def test_evaluate_and_tune_walk_the_golden_set_with_the_same_driver():
+    from workbench import tune
+
+    assert tune.run_cases is evaluate.run_cases
+    assert evaluate.evaluate.__globals__["run_cases"] is evaluate.run_cases

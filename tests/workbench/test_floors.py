@@ -3,7 +3,6 @@ bounds, when a floor is raised above what the pipeline measures."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import subprocess
@@ -102,7 +101,7 @@ def test_cli_missing_floors_file_or_unknown_key_is_one_line_and_exit_2(tmp_path)
 # -- the gate end to end over the fake demo store ------------------------------------------------------------
 
 class _Borrowed(contextlib.AbstractContextManager):
-    """Hands the session store to evaluate.main without letting it close it."""
+    """Hands the session store to evaluate.run_eval without letting it close it."""
 
     def __init__(self, store):
         self.store = store
@@ -115,11 +114,8 @@ class _Borrowed(contextlib.AbstractContextManager):
 
 
 def _run_main(monkeypatch, store, golden, check=None, out=None):
-    monkeypatch.setattr(evaluate, "default_models", lambda: fake_models(reranker=False))
-    args = argparse.Namespace(golden=str(golden), check=str(check) if check else None, csv=None,
-                              out=str(out) if out else None, limit=None, json=True, store=str(store.home),
-                              no_nli=True, threads=0)
-    return evaluate.main(args, PipelineConfig(), lambda a, c: _Borrowed(store))
+    return evaluate.run_eval(golden, PipelineConfig(), open_store=lambda: _Borrowed(store),
+                             models=fake_models(reranker=False), check=check, out=out, nli=False, json_output=True)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """The golden set (golden/golden.jsonl) is well formed and consistent with the demo corpus.
 
-Checks the JSONL shape from DESIGN.md ("Golden files"), the answerable/unanswerable split the issue asks for,
+Checks the JSONL shape from docs/ARCHITECTURE.md ("Golden files"), the answerable/unanswerable split the issue asks for,
 that every expected document exists in golden/corpus (and is not the retracted advisory), and the minimum
 count per tag. Re-run after any edit to golden/corpus: a renamed or removed document fails here.
 """

@@ -1,70 +1,29 @@
 """Evaluate & tune and the Gate lab's golden-set part: the golden set run with a progress bar, then the
 evaluation's summary, the threshold sweep's figures and a failure gallery (``workbench.evaluate``,
-``workbench.sweep``, ``workbench.figures`` do the work; this module only drives and renders them)."""
+``workbench.sweep``, ``workbench.figures`` do the work; this module only renders them). Both pages walk the
+golden set with the CLI's driver: :func:`workbench.evaluate.evaluate` (ask, measured) on Evaluate & tune,
+:func:`workbench.evaluate.run_cases` (search only) in the Gate lab; :func:`progress_bar` is their progress."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from pipeline.config import GateConfig, PipelineConfig
-from pipeline.engine import Pipeline
-from pipeline.models.registry import Models
-from pipeline.storage.store import Store
-from pipeline.trace import Trace
 from workbench import figures, sweep
 from workbench.app.answer_view import render_answer
 from workbench.app.render import md
 from workbench.app.trace_view import render_trace
-from workbench.evaluate import EvalModels, EvalRow, build_row, eval_config, run_cases
-from workbench.golden import GoldenSet
-from workbench.summary import summarise
+from workbench.evaluate import Evaluation, GoldenRun
 
 DEFAULT_GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "golden.jsonl"
 HEADLINE = (("answer_rate_answerable", "answered (answerable)"),
             ("false_answer_rate_unanswerable", "false answers (unanswerable)"),
             ("recall_at_10", "recall@10"), ("mrr", "MRR@10"), ("citation_support_rate", "claims supported"),
             ("llm_calls_saved", "LLM calls saved"))
-
-
-@dataclass(frozen=True)
-class GoldenRun:
-    """One run of a golden set: traces and rows in case order, the summary, and what could not run."""
-    golden: str
-    config_hash: str
-    corpus_version: int
-    generated: bool
-    traces: tuple[Trace, ...]
-    rows: tuple[EvalRow, ...]
-    summary: dict
-    problems: tuple[str, ...]
-
-    def scores(self) -> sweep.Scores:
-        return sweep.extract([r.id for r in self.rows], [r.answerable for r in self.rows], self.traces)
-
-
-def run_golden(golden: GoldenSet, store: Store, models: Models, cfg: PipelineConfig, *, generate: bool,
-               on_progress: Callable[[int, int, str], None]) -> GoldenRun:
-    """Every case through the evaluation's pipeline (cache off, nothing logged), one at a time so the
-    page can show progress; ``generate=False`` only retrieves and gates (enough for the gate's trade-off)."""
-    cfg = eval_config(cfg)
-    pipe = Pipeline(store, EvalModels(models, cfg), cfg, log_runs=False)
-    done, problems = [], list(golden.problems)
-    for i, case in enumerate(golden.cases):
-        on_progress(i, len(golden.cases), case.id)
-        ran, failed = run_cases([case], pipe, generate=generate)
-        done += ran
-        problems += failed
-    on_progress(len(golden.cases), len(golden.cases), "")
-    traces = tuple(t for _, t in done)
-    rows = tuple(build_row(c, t) for c, t in done)
-    summary = summarise(rows, traces, tags=golden.tags) if generate else {}
-    return GoldenRun(golden.path, cfg.config_hash(), store.corpus_version, generate, traces, rows, summary,
-                     tuple(problems))
 
 
 def progress_bar(label: str) -> Callable[[int, int, str], None]:
@@ -81,8 +40,8 @@ def _pct(value) -> str:
     return "–" if value is None else (f"{value:.1%}" if isinstance(value, float) else str(value))
 
 
-def render_summary(result: GoldenRun, key: str) -> None:
-    s = result.summary
+def render_summary(evaluation: Evaluation, key: str) -> None:
+    s, result = evaluation.summary, evaluation.run
     st.caption(md(f"{len(result.rows)} cases of {Path(result.golden).name} · config {result.config_hash} · "
                   f"corpus version {result.corpus_version} · answer cache off, runs not logged"))
     for column, (name, label) in zip(st.columns(len(HEADLINE)), HEADLINE, strict=True):
@@ -143,7 +102,6 @@ def render_tuning(result: GoldenRun, cfg: PipelineConfig, key: str) -> None:
                     key=f"{key}.distributions", width="stretch")
     for name, grid in report["grids"].items():
         st.plotly_chart(figures.heatmap_figure(grid, max_far=max_far), key=f"{key}.heatmap.{name}", width="stretch")
-    st.caption(md(f"replay check: {report['replay_check']}"))
 
 
 # -- the failure gallery --------------------------------------------------------------------------------

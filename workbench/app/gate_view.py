@@ -102,7 +102,8 @@ def render_golden_tradeoff(cfg: PipelineConfig, pipe, key: str) -> None:
     """Answer rate vs false-answer rate over the golden set, every threshold of each signal, with the
     sidebar's and the what-if sliders' operating points marked (replayed on stored traces, as above)."""
     from workbench.app import resources
-    from workbench.app.eval_view import DEFAULT_GOLDEN, operating_point, progress_bar, run_golden, tradeoff, tune_report
+    from workbench.app.eval_view import DEFAULT_GOLDEN, operating_point, progress_bar, tradeoff, tune_report
+    from workbench.evaluate import eval_pipeline, run_cases
     from workbench.golden import GoldenError, load_golden
 
     st.subheader("Over the golden set")
@@ -112,10 +113,11 @@ def render_golden_tradeoff(cfg: PipelineConfig, pipe, key: str) -> None:
         except GoldenError as exc:
             st.error(md(str(exc)))
         else:
-            result = run_golden(golden, pipe.store, resources.models(), cfg, generate=False,
-                                on_progress=progress_bar("scoring"))
+            result = run_cases(golden, eval_pipeline(pipe.store, resources.models(), cfg), generate=False,
+                               on_progress=progress_bar("scoring"))
             st.session_state[f"{key}.result"] = result
-    result = st.session_state.get(f"{key}.result") or st.session_state.get("eval.result")
+    evaluation = st.session_state.get("eval.result")
+    result = st.session_state.get(f"{key}.result") or (evaluation.run if evaluation is not None else None)
     if result is None:
         st.info("Score the golden set once (or run it on Evaluate & tune); every threshold is then a replay.")
         return

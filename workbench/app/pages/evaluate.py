@@ -3,15 +3,9 @@
 import streamlit as st
 
 from workbench.app import page, resources
-from workbench.app.eval_view import (
-    DEFAULT_GOLDEN,
-    progress_bar,
-    render_gallery,
-    render_summary,
-    render_tuning,
-    run_golden,
-)
+from workbench.app.eval_view import DEFAULT_GOLDEN, progress_bar, render_gallery, render_summary, render_tuning
 from workbench.app.render import md
+from workbench.evaluate import evaluate
 from workbench.golden import GoldenError, load_golden, subset
 
 RESULT = "eval.result"
@@ -28,8 +22,8 @@ if st.button("Run the golden set", type="primary", key="eval.run"):
     except GoldenError as exc:
         st.error(md(str(exc)))
     else:
-        result = page.attempt(lambda: run_golden(golden, pipe.store, resources.models(), cfg, generate=True,
-                                                 on_progress=progress_bar("asking")))
+        result = page.attempt(lambda: evaluate(golden, pipe.store, resources.models(), cfg, nli=False,
+                                               on_progress=progress_bar("asking")))
         if result is not None:
             st.session_state[RESULT] = result
 
@@ -39,6 +33,6 @@ if result is not None:
     with tab_summary:
         render_summary(result, key="eval.summary")
     with tab_tune:
-        render_tuning(result, cfg, key="eval.tune")
+        render_tuning(result.run, cfg, key="eval.tune")
     with tab_gallery:
-        render_gallery(result, key="eval.gallery")
+        render_gallery(result.run, key="eval.gallery")
