@@ -35,19 +35,23 @@ import platform
 import shutil
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
 from benchmarks.synthetic import build_corpus, make_queries
 from benchmarks.validation import ONE_CLAIM, TEN_CLAIMS, percentile, sources_from_corpus
 from pipeline.config import PipelineConfig
+from pipeline.context import StageContext
+from pipeline.engine import rerank_stop_at
 from pipeline.gate import stage as gate
 from pipeline.generation import generate
 from pipeline.ingestion.ingest import ingest_documents
 from pipeline.models.registry import Models
 from pipeline.retrieval import rerank, retrieve
-from pipeline.storage.store import Store, StoredPassages
-from pipeline.text.tokenize import idf as engine_idf
+from pipeline.retrieval.bm25 import idf as engine_idf
+from pipeline.storage.catalogue import StoredPassages
+from pipeline.storage.store import Store
 from pipeline.text.tokenize import tokenize
 from pipeline.trace import GenerationTrace
 from pipeline.validation import citations
@@ -97,21 +101,21 @@ def bench_size(n_chunks: int, out: Path, n_queries: int, passes: int, real: Mode
         embedder = real.embedder(cfg.embedding)
         models = Models(embedder=embedder)
         for q in queries[:5]:  # warm-up: model, page cache, allocator
-            retrieve.run(q, cfg, store, models)
+            retrieve.run(q, cfg.retrieve, StageContext(models, store, cfg.embedding))
         rows: dict[str, list[float]] = {k: [] for k in ("embed_query", "dense", "keyword", "fusion", "retrieve",
                                                         "gate", "validate", "path")}
         for _ in range(passes):
             for q in queries:
                 t0 = time.perf_counter()
-                ret = retrieve.run(q, cfg, store, models)
+                ret = retrieve.run(q, cfg.retrieve, StageContext(models, store, cfg.embedding))
                 t1 = time.perf_counter()
-                rr = rerank.run(q, ret, cfg.rerank, models, cfg.gate)
+                rr = rerank.run(q, ret, cfg.rerank, models, rerank_stop_at(cfg.gate))
                 gate.run(ret, rr, cfg.gate)
                 t2 = time.perf_counter()
                 ranked = ret.candidates[:cfg.rerank.top_k]
                 gen = _extractive(q, ranked, cfg, models)  # the generator is not part of the timed path
                 t3 = time.perf_counter()
-                citations.run(gen, ranked, cfg.validate, embedder, passages=store.passage_vectors)
+                citations.run(gen, ranked, cfg.validate, StageContext(Models(embedder=embedder), store))
                 t4 = time.perf_counter()
                 for k in ("embed_query", "dense", "keyword", "fusion"):
                     rows[k].append(ret.timings_ms[k])
@@ -137,7 +141,7 @@ def keyword_vs_rank_bm25(store: Store, queries: list[str], cfg: PipelineConfig) 
     point_ids = sorted(terms)
     ref = EngineIdfBM25([terms[p] for p in point_ids], k1=cfg.keyword.k1, b=cfg.keyword.b)
     ours, theirs, same = [], [], 0
-    from pipeline.text.tokenize import query_weights, to_sparse
+    from pipeline.retrieval.bm25 import query_weights, to_sparse
     for q in queries:
         tokens = tokenize(q)
         indices, values = to_sparse(query_weights(tokens))
@@ -172,18 +176,19 @@ def bench_validation(real: Models, runs: int) -> dict:
     for mode, passages in (("stored passages", lookup), ("passages encoded per answer", None)):
         times = {k: [] for k in cases}
         gens = {k: GenerationTrace(status="answered", sources=sources, answer=a) for k, a in cases.items()}
+        ctx = StageContext(Models(embedder=embedder), SimpleNamespace(passage_vectors=passages))
         for _ in range(5):
             for k in cases:
-                citations.run(gens[k], cands, cfg.validate, embedder, passages=passages)
+                citations.run(gens[k], cands, cfg.validate, ctx)
         for _ in range(runs):
             for k in cases:
                 t0 = time.perf_counter()
-                val = citations.run(gens[k], cands, cfg.validate, embedder, passages=passages)
+                val = citations.run(gens[k], cands, cfg.validate, ctx)
                 times[k].append((time.perf_counter() - t0) * 1000)
                 assert val.encoder_calls == 1
         out[mode] = {k: stats(v) for k, v in times.items()}
         out[mode]["ratio_p50"] = round(out[mode]["10-claim"]["p50"] / out[mode]["1-claim"]["p50"], 2)
-        out[mode]["verdicts"] = {k: citations.run(gens[k], cands, cfg.validate, embedder, passages=passages).supported
+        out[mode]["verdicts"] = {k: citations.run(gens[k], cands, cfg.validate, ctx).supported
                                  for k in cases}
     return out
 

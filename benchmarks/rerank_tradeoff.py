@@ -30,6 +30,8 @@ import numpy as np
 
 from benchmarks.validation import percentile
 from pipeline.config import PipelineConfig
+from pipeline.context import StageContext
+from pipeline.engine import rerank_stop_at
 from pipeline.models.registry import Models
 from pipeline.models.resolve import resolve_model
 from pipeline.retrieval import rerank, retrieve
@@ -61,7 +63,7 @@ def build_untrained_cross_encoder(dest: Path, seed: int = SEED) -> Path:
 
 
 def _retrievals(cfg: PipelineConfig, store, models: Models):
-    return [retrieve.run(q, cfg, store, models) for q in QUERIES]
+    return [retrieve.run(q, cfg.retrieve, StageContext(models, store, cfg.embedding)) for q in QUERIES]
 
 
 def measure(store_dir: Path, checkpoint: Path, runs: int, settings: list[tuple[int, int, str, bool]]) -> dict:
@@ -79,7 +81,7 @@ def measure(store_dir: Path, checkpoint: Path, runs: int, settings: list[tuple[i
     # the early-stop threshold: the median top int8 score over the queries at the widest setting
     probe_cfg = dataclasses.replace(base.rerank, model=str(checkpoint), precision="int8", candidates=100,
                                     top_k=10, max_tokens=256)
-    tops = [rerank.run(q, r, probe_cfg, models, base.gate).candidates[0].rerank_score
+    tops = [rerank.run(q, r, probe_cfg, models, rerank_stop_at(base.gate)).candidates[0].rerank_score
             for q, r in zip(QUERIES, rets, strict=True)]
     stop_gate = dataclasses.replace(base.gate, confidence_threshold_rerank=float(np.median(tops)))
     timings: dict[tuple, list[float]] = {s: [] for s in settings}
@@ -87,13 +89,13 @@ def measure(store_dir: Path, checkpoint: Path, runs: int, settings: list[tuple[i
     cfgs = {s: dataclasses.replace(base.rerank, model=str(checkpoint), candidates=s[0], top_k=min(10, s[0]),
                                    max_tokens=s[1], precision=s[2], early_stop=s[3]) for s in settings}
     for s in settings:  # warm-up: load, export (int8, cached), allocator
-        rerank.run(QUERIES[0], rets[0], cfgs[s], models, stop_gate if s[3] else base.gate)
+        rerank.run(QUERIES[0], rets[0], cfgs[s], models, rerank_stop_at(stop_gate if s[3] else base.gate))
     load = [os.getloadavg()[0]]
     for _ in range(runs):
         for q, r in zip(QUERIES, rets, strict=True):
             for s in settings:
                 t0 = time.perf_counter()
-                out = rerank.run(q, r, cfgs[s], models, stop_gate if s[3] else base.gate)
+                out = rerank.run(q, r, cfgs[s], models, rerank_stop_at(stop_gate if s[3] else base.gate))
                 timings[s].append((time.perf_counter() - t0) * 1000)
                 assert out.status == "ran", out.reason
                 scored[s].append(out.scored)

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.config import PipelineConfig
+from pipeline.context import StageContext
+from pipeline.engine import rerank_stop_at
 from pipeline.ingestion.documents import Document
 from pipeline.ingestion.ingest import ingest_documents
 from pipeline.models.registry import Models
@@ -154,10 +156,11 @@ def collect_runs(queries: dict[str, str], qids: Iterable[str], cfg: PipelineConf
                  models: Models) -> LegRuns:
     dense, keyword, fused, latency = {}, {}, {}, []
     for qid in qids:
-        trace = retrieve.run(queries[qid], cfg, store, models)
+        t0 = time.perf_counter()
+        trace = retrieve.run(queries[qid], cfg.retrieve, StageContext(models, store, cfg.embedding))
+        latency.append(round((time.perf_counter() - t0) * 1000, 3))
         if trace.status != "ran":
             print(f"query {qid}: retrieval {trace.status}: {trace.reason}", file=sys.stderr)
-        latency.append(trace.timings_ms.get("total", 0.0))
         by_dense = sorted((c for c in trace.candidates if c.dense_rank), key=lambda c: c.dense_rank)
         by_keyword = sorted((c for c in trace.candidates if c.keyword_rank), key=lambda c: c.keyword_rank)
         dense[qid] = _doc_order(c.doc_id for c in by_dense)
@@ -186,8 +189,8 @@ def rerank_run(queries: dict[str, str], qids: Iterable[str], cfg: PipelineConfig
         return None, str(exc)
     out = {}
     for qid in qids:
-        ret = retrieve.run(queries[qid], cfg, store, models)
-        rr = rerank.run(queries[qid], ret, rcfg, models, cfg.gate)
+        ret = retrieve.run(queries[qid], cfg.retrieve, StageContext(models, store, cfg.embedding))
+        rr = rerank.run(queries[qid], ret, rcfg, models, rerank_stop_at(cfg.gate))
         if rr.status != "ran":
             return None, rr.reason
         doc_of = {c.chunk_id: c.doc_id for c in ret.candidates}

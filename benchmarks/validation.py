@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from pipeline.config import PipelineConfig
+from pipeline.context import StageContext
 from pipeline.ingestion.chunking import chunk_document
 from pipeline.ingestion.documents import load_file
 from pipeline.models.registry import Models
@@ -79,14 +80,14 @@ def measure(runs: int, warmup: int) -> dict:
     gens = {k: (GenerationTrace(status="answered", sources=sources, answer=a), v) for k, (a, v) in cases.items()}
     for _ in range(warmup):
         for gen, vcfg in gens.values():
-            citations.run(gen, cands, vcfg, embedder)
+            citations.run(gen, cands, vcfg, StageContext(Models(embedder=embedder)))
     times: dict[str, list[float]] = {k: [] for k in gens}
     last = {}
     for _ in range(runs):
         for key, (gen, vcfg) in gens.items():
             calls = embedder.calls
             t0 = time.perf_counter()
-            last[key] = citations.run(gen, cands, vcfg, embedder)
+            last[key] = citations.run(gen, cands, vcfg, StageContext(Models(embedder=embedder)))
             times[key].append((time.perf_counter() - t0) * 1000)
             assert embedder.calls - calls == 1, "validation must make exactly one encoder call"
     unbatched = []

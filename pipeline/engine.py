@@ -2,8 +2,12 @@
 
     rewrite → retrieve → rerank → gate → generate → validate → trust → cache / log
 
-Each stage is a plain function returning its frozen record; this module only sequences them, times them,
-counts LLM calls and collects every degradation into one list. The gate runs before any generation: an
+Each stage is a plain function with one contract, ``run(inputs..., cfg_section, ctx) -> <Stage>Trace``: its
+inputs, its own config section and a :class:`~pipeline.context.StageContext` (models, store, embedding
+settings); the pure stages (gate, trust) take no context. This module only sequences them, times them (the
+one place stage latencies are measured: ``Trace.timings_ms`` and each record's ``latency_ms``), counts LLM
+calls, computes what one stage needs from another's config (:func:`rerank_stop_at`) and collects every
+degradation into one list. The gate runs before any generation: an
 abstention returns the fixed sentence and the closest documents with zero LLM calls after the rewrite.
 """
 
@@ -16,7 +20,8 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.config import PipelineConfig
+from pipeline.config import GateConfig, PipelineConfig
+from pipeline.context import StageContext
 from pipeline.gate import stage as gate
 from pipeline.generation import generate, rewrite
 from pipeline.models.registry import Models, default_models
@@ -93,12 +98,15 @@ class Pipeline:
             t0 = time.perf_counter()
             result = fn(*args, **kwargs)
             timings[name] = round((time.perf_counter() - t0) * 1000, 3)
+            if dataclasses.is_dataclass(result) and hasattr(result, "latency_ms"):
+                result = dataclasses.replace(result, latency_ms=timings[name])
             return result
 
         base = Trace(question=question, history=turns, config_hash=cfg.config_hash(),
                      corpus_version=self.store.corpus_version, config=cfg, run_id=uuid.uuid4().hex[:16],
                      created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-        rw = timed("rewrite", rewrite.run, question, turns, cfg.rewrite, self.models)
+        ctx = StageContext(models=self.models, store=self.store, embedding=cfg.embedding)
+        rw = timed("rewrite", rewrite.run, question, turns, cfg.rewrite, ctx)
         query = rw.query or question
 
         key = cache_key(query, base.corpus_version, base.config_hash)
@@ -111,8 +119,8 @@ class Pipeline:
                     timings_ms={**timings, "total": round((time.perf_counter() - started) * 1000, 3)})
                 return self._log(trace)
 
-        ret = timed("retrieve", retrieve.run, query, cfg, self.store, self.models)
-        rr = timed("rerank", rerank.run, query, ret, cfg.rerank, self.models, cfg.gate)
+        ret = timed("retrieve", retrieve.run, query, cfg.retrieve, ctx)
+        rr = timed("rerank", rerank.run, query, ret, cfg.rerank, ctx, rerank_stop_at(cfg.gate))
         gt = timed("gate", gate.run, ret, rr, cfg.gate)
         trace = dataclasses.replace(base, rewrite=rw, retrieval=ret, rerank=rr, gate=gt)
         ranked = trace.ranked_candidates()
@@ -121,9 +129,8 @@ class Pipeline:
             trace = dataclasses.replace(trace, answer=gt.abstention_message, abstained=True,
                                         llm_calls_saved=gt.llm_calls_saved)
         elif generate_answer:
-            gen = timed("generate", generate.run, question, query, ranked, cfg.generate, self.models)
-            val = timed("validate", citations.run, gen, ranked, cfg.validate, self.models.embedder(cfg.embedding),
-                        passages=self.store.passage_vectors)
+            gen = timed("generate", generate.run, question, query, ranked, cfg.generate, ctx)
+            val = timed("validate", citations.run, gen, ranked, cfg.validate, ctx)
             tr = timed("trust", trust.run, gen, val)
             trace = dataclasses.replace(trace, generation=gen, validation=val, trust=tr, answer=gen.answer,
                                         abstained=gen.is_abstention, confidence=tr.final_confidence,
@@ -143,6 +150,13 @@ class Pipeline:
         if self.runs is not None:
             self.runs.record(trace)
         return trace
+
+
+def rerank_stop_at(gate: GateConfig) -> float | None:
+    """The rerank score at which the gate's decision can no longer change (rerank early stop), or None when
+    the gate's signal does not read rerank scores. The gate answers on the rerank scale when it is ``auto`` or
+    ``rerank`` and a score reaches ``confidence_threshold_rerank``."""
+    return gate.confidence_threshold_rerank if gate.signal in ("auto", "rerank") else None
 
 
 def _degradations(trace: Trace) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """Exact dict/JSON round-trip for the frozen dataclasses used by config and trace records.
 
-Records are typed frozen dataclasses, never string-keyed dicts (DESIGN.md). To store, diff and replay them
+Records are typed frozen dataclasses, never string-keyed dicts (docs/ARCHITECTURE.md). To store, diff and replay them
 we need ``to_dict(record)`` and ``from_dict(cls, data)`` that are exact inverses: tuples come back as tuples,
 nested records as records, ``Optional`` fields as ``None``. The type hints drive the decoding, so a record
 only has to be a dataclass whose fields are built from: ``str``, ``int``, ``float``, ``bool``, ``None``,

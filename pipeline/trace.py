@@ -1,6 +1,6 @@
 """The Trace: one frozen record per stage of one question's run, and the run as a whole.
 
-Every intermediate result is kept (DESIGN.md): the app renders it, the audit log stores it, the sweep
+Every intermediate result is kept (docs/ARCHITECTURE.md): the app renders it, the audit log stores it, the sweep
 replays the gate over it, and ``Trace.to_json()`` / ``Trace.from_json()`` round-trip exactly so a stored run
 can be diffed and replayed. A stage that did not run keeps its default record with ``status="skipped"``.
 

@@ -1,4 +1,4 @@
-"""Load and validate golden files: JSONL, one labelled case per line (shape in DESIGN.md, "Golden files").
+"""Load and validate golden files: JSONL, one labelled case per line (shape in docs/ARCHITECTURE.md, "Golden files").
 
     {"id", "question", "history": [{"role", "content"}], "answerable": bool,
      "expected_doc_ids": [...], "expected_answer": str|null, "tags": [...]}
@@ -7,7 +7,7 @@ Each line is checked on its own (the same rules ``tests/workbench/test_golden_fi
 set: types, a non-empty question, unique ids, history turns with text, an answerable case names at least one
 expected document and an unanswerable one names none). A bad line becomes one problem string that names the
 file, the line number and what is wrong; the other lines still load, so one typo does not hide the rest of
-an evaluation. Unknown keys are allowed (DESIGN.md: add keys freely). Only an unreadable file, or a file with
+an evaluation. Unknown keys are allowed (docs/ARCHITECTURE.md: add keys freely). Only an unreadable file, or a file with
 no valid case at all, raises :class:`GoldenError`.
 """
 

@@ -1,5 +1,5 @@
 """The evaluation summary: pure functions from per-case rows and traces to the numbers ``workbench eval``
-reports (keys in DESIGN.md, "eval --json"; more keys may be added, none renamed).
+reports (keys in docs/ARCHITECTURE.md, "eval --json"; more keys may be added, none renamed).
 
 Definitions (every rate is ``None`` when its denominator is empty):
 

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pipeline.config import ConfigError, GenerateConfig
+from pipeline.context import StageContext, as_context
 from pipeline.generation.extractive import extractive_answer
 from pipeline.generation.prompts import (
     ABSTENTION_MESSAGE,
@@ -203,8 +204,9 @@ def _prompt_sources(candidates: Sequence[Candidate], flagged: Sequence[int]) -> 
 # -- the stage ----------------------------------------------------------------------------------------------
 
 def run(question: str, query: str, candidates: tuple[Candidate, ...], cfg: GenerateConfig,
-        models: Models) -> GenerationTrace:
-    started = time.perf_counter()
+        ctx: StageContext | Models) -> GenerationTrace:
+    """Answer from the top ``cfg.max_sources`` candidates; never raises for a model's failure (falls back)."""
+    models = as_context(ctx).models
     offered = tuple(candidates[:cfg.max_sources])
     base = GenerationTrace(requested_backend=cfg.backend, model=_model_label(cfg),
                            sources=offered_sources(offered, cfg.max_sources), flagged_sources=flagged_sources(offered))
@@ -215,7 +217,7 @@ def run(question: str, query: str, candidates: tuple[Candidate, ...], cfg: Gener
         trace = _extractive(base, question, query, offered, cfg, status="answered", reason="")
     else:
         trace = _with_llm(base, question, query, offered, cfg, models)
-    return replace(trace, latency_ms=round((time.perf_counter() - started) * 1000, 3))
+    return trace
 
 
 def _model_label(cfg: GenerateConfig) -> str:

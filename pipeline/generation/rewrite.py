@@ -34,6 +34,7 @@ import time
 from dataclasses import replace
 
 from pipeline.config import ConfigError, RewriteConfig
+from pipeline.context import StageContext, as_context
 from pipeline.generation.prompts import new_nonce, rewrite_messages
 from pipeline.models.llm import LLMRequest
 from pipeline.models.registry import Models
@@ -178,8 +179,9 @@ def _recent(history: tuple[Message, ...], cfg: RewriteConfig) -> tuple[Message, 
     return turns[-cfg.query_rewrite_history_turns:] if cfg.query_rewrite_history_turns else ()
 
 
-def run(question: str, history: tuple[Message, ...], cfg: RewriteConfig, models: Models) -> RewriteTrace:
+def run(question: str, history: tuple[Message, ...], cfg: RewriteConfig, ctx: StageContext | Models) -> RewriteTrace:
     """The standalone query for ``question``; ``query`` is always usable (the raw question on any failure)."""
+    models = as_context(ctx).models
     if cfg.backend == "off":
         return RewriteTrace(status="off", backend="off", original=question, query=question,
                             reason="rewrite.backend=off")

@@ -1,0 +1,13 @@
+"""Ingestion: files in, indexed chunks out.
+
+In: paths or :class:`~pipeline.ingestion.documents.Document` objects (Markdown, text, HTML, JSONL with optional
+front matter). Out: chunks written to the store (dense vector, BM25 sparse vector, catalogue row, the
+validator's passage vectors) and an ingest report (``documents``, ``chunks``, ``embedded``, ``deleted``,
+``corpus_version``).
+
+- ``documents.py``: the Document/Chunk types and the loaders (text normalised: invisible and look-alike
+  characters, hidden HTML dropped); ``html.py``: HTML to Markdown.
+- ``chunking.py``: structure-aware chunking (headings, lists, tables and code kept whole).
+- ``supersede.py``: which chunks a newer version of the same document supersedes.
+- ``ingest.py``: the driver: load, chunk, embed in batches, write, supersede, repair a damaged index.
+"""

@@ -4,7 +4,7 @@ Every loader returns documents *and* problems: a bad file (unreadable, binary, n
 matter, empty, duplicate id, too large) becomes one :class:`LoadProblem` line and the rest of the batch is
 still loaded. Nothing here raises for bad input.
 
-Formats (DESIGN.md): Markdown/text/HTML with optional YAML front matter (``id``, ``title``, ``version``,
+Formats (docs/ARCHITECTURE.md): Markdown/text/HTML with optional YAML front matter (``id``, ``title``, ``version``,
 ``effective_date``, ``product``, plus any other keys, kept as metadata), or JSONL lines
 ``{"id", "title", "text", ...}``. HTML is converted to Markdown-like text: headings, paragraphs, lists, code
 and tables (as Markdown tables) survive; scripts, styles and hidden elements are dropped.

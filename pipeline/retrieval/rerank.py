@@ -32,12 +32,12 @@ do. ``scored`` and ``early_stopped`` record what happened.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import numpy as np
 
-from pipeline.config import GateConfig, RerankConfig
+from pipeline.config import RerankConfig
+from pipeline.context import StageContext, as_context
 from pipeline.models.registry import Models
 from pipeline.models.resolve import ModelUnavailable
 from pipeline.trace import Candidate, RerankScore, RerankTrace, RetrievalTrace
@@ -76,13 +76,6 @@ def _load(models: Models, cfg: RerankConfig):
         return None, f"cross-encoder {cfg.model!r} failed to load: {type(exc).__name__}: {exc}"
 
 
-def _stop_threshold(cfg: RerankConfig, gate_cfg: GateConfig) -> float | None:
-    """The rerank score at which scoring may stop, or None when early stop does not apply."""
-    if cfg.early_stop and gate_cfg.signal in ("auto", "rerank"):
-        return gate_cfg.confidence_threshold_rerank
-    return None
-
-
 def _score_batches(model, query: str, passages: Sequence[str], batch_size: int, stop_at: float | None,
                    min_scored: int) -> tuple[np.ndarray, str]:
     """Logits for a prefix of ``passages`` (all of them unless early stop fired), or (empty, error)."""
@@ -114,10 +107,15 @@ def _ranked(pool: Sequence[Candidate], logits: np.ndarray, top_k: int) -> tuple[
                  for rank, i in enumerate(order[:top_k], start=1))
 
 
-def run(query: str, retrieval: RetrievalTrace, cfg: RerankConfig, models: Models,
-        gate_cfg: GateConfig) -> RerankTrace:
-    """Score the fused top ``cfg.candidates`` with the cross-encoder; never raises for a model failure."""
-    started = time.perf_counter()
+def run(query: str, retrieval: RetrievalTrace, cfg: RerankConfig, ctx: StageContext | Models,
+        stop_at: float | None = None) -> RerankTrace:
+    """Score the fused top ``cfg.candidates`` with the cross-encoder; never raises for a model failure.
+
+    ``stop_at``: the rerank score at which the gate's decision can no longer change (the engine derives it
+    from the gate's config, :func:`pipeline.engine.rerank_stop_at`); with ``rerank.early_stop`` on, scoring
+    stops once a candidate reaches it. None: the gate does not read rerank scores.
+    """
+    models = as_context(ctx).models
     base = dict(model=cfg.model, precision=cfg.precision, max_tokens=cfg.max_tokens)
     if not cfg.enabled:
         return RerankTrace(status="disabled", reason="rerank.enabled is false; the gate uses the fused scale",
@@ -127,30 +125,25 @@ def run(query: str, retrieval: RetrievalTrace, cfg: RerankConfig, models: Models
         return RerankTrace(status="skipped", reason="no candidates to rerank", **base)
     model, why = _load(models, cfg)
     if model is None:
-        return RerankTrace(status="skipped", reason=why, candidates_in=len(pool), **base,
-                           latency_ms=_ms(started))
-    stop_at = _stop_threshold(cfg, gate_cfg)
-    logits, error = _score_batches(model, query, [_passage(c) for c in pool], cfg.batch_size, stop_at,
+        return RerankTrace(status="skipped", reason=why, candidates_in=len(pool), **base)
+    early_stop_at = stop_at if cfg.early_stop else None
+    logits, error = _score_batches(model, query, [_passage(c) for c in pool], cfg.batch_size, early_stop_at,
                                    min(cfg.top_k, len(pool)))
     if error:
         return RerankTrace(status="skipped", reason=f"{error}; the gate uses the fused scale",
-                           candidates_in=len(pool), **base, latency_ms=_ms(started))
+                           candidates_in=len(pool), **base)
     scored = len(logits)
     early = scored < len(pool)
     base["model"] = getattr(model, "name", "") or cfg.model  # the model that scored, e.g. a test fake
-    return RerankTrace(status="ran", reason=_note(cfg, gate_cfg, early, scored, len(pool)),
+    return RerankTrace(status="ran", reason=_note(cfg, stop_at, early, scored, len(pool)),
                        candidates_in=len(pool), scored=scored, early_stopped=early,
-                       candidates=_ranked(pool, logits, cfg.top_k), latency_ms=_ms(started), **base)
+                       candidates=_ranked(pool, logits, cfg.top_k), **base)
 
 
-def _note(cfg: RerankConfig, gate_cfg: GateConfig, early: bool, scored: int, total: int) -> str:
+def _note(cfg: RerankConfig, stop_at: float | None, early: bool, scored: int, total: int) -> str:
     if early:
         return (f"early stop after {scored} of {total} candidates: a score reached "
-                f"{gate_cfg.confidence_threshold_rerank:g}, so the gate answers whatever the rest score")
-    if cfg.early_stop and gate_cfg.signal not in ("auto", "rerank"):
-        return f"early stop not applied: gate.signal={gate_cfg.signal} does not read rerank scores"
+                f"{stop_at:g}, so the gate answers whatever the rest score")
+    if cfg.early_stop and stop_at is None:
+        return "early stop not applied: the gate's signal does not read rerank scores"
     return ""
-
-
-def _ms(t0: float) -> float:
-    return round((time.perf_counter() - t0) * 1000, 3)

@@ -37,10 +37,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipeline.config import PipelineConfig
-from pipeline.models.registry import Models
+from pipeline.config import RetrieveConfig
+from pipeline.context import StageContext
+from pipeline.retrieval.bm25 import query_weights, term_id, to_sparse
 from pipeline.storage.store import SearchHit, Store
-from pipeline.text.tokenize import query_weights, term_id, to_sparse, tokenize
+from pipeline.text.tokenize import tokenize
 from pipeline.trace import Candidate, MatchedTerm, RetrievalTrace
 
 
@@ -108,31 +109,31 @@ def _elapsed_ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000, 3)
 
 
-def _dense_leg(query: str, cfg: PipelineConfig, store: Store, models: Models) -> tuple[_Leg, float]:
+def _dense_leg(query: str, cfg: RetrieveConfig, ctx: StageContext) -> tuple[_Leg, float]:
     """Embed the query and search; returns the leg and the embedding time."""
     t0 = time.perf_counter()
     try:
-        vector = models.embedder(cfg.embedding).encode([query])[0]
+        vector = ctx.embedder().encode([query])[0]
     except Exception as exc:  # a model failure degrades to keyword-only retrieval
         return _Leg(status="failed", error=f"query embedding failed: {type(exc).__name__}: {exc}",
                     elapsed_ms=_elapsed_ms(t0)), _elapsed_ms(t0)
     embed_ms = _elapsed_ms(t0)
     t1 = time.perf_counter()
     try:
-        hits = store.dense_search([float(x) for x in vector], cfg.retrieve.dense_top_k)
+        hits = ctx.store.dense_search([float(x) for x in vector], cfg.dense_top_k)
     except Exception as exc:
         return _Leg(status="failed", error=f"dense search failed: {type(exc).__name__}: {exc}",
                     elapsed_ms=_elapsed_ms(t1)), embed_ms
     return _Leg(hits=tuple(hits), elapsed_ms=_elapsed_ms(t1)), embed_ms
 
 
-def _keyword_leg(weights: dict[str, float], cfg: PipelineConfig, store: Store) -> _Leg:
+def _keyword_leg(weights: dict[str, float], cfg: RetrieveConfig, store: Store) -> _Leg:
     t0 = time.perf_counter()
     if not weights:
         return _Leg(status="no-terms", error="the query has no keyword terms (only stop words or punctuation)")
     indices, values = to_sparse(weights)
     try:
-        hits = store.keyword_search(indices, values, cfg.retrieve.keyword_top_k)
+        hits = store.keyword_search(indices, values, cfg.keyword_top_k)
     except Exception as exc:
         return _Leg(status="failed", error=f"keyword search failed: {type(exc).__name__}: {exc}",
                     elapsed_ms=_elapsed_ms(t0))
@@ -168,13 +169,16 @@ def _reason(dense: _Leg, keyword: _Leg, idf_error: str) -> str:
     return "; ".join(parts)
 
 
-def run(query: str, cfg: PipelineConfig, store: Store, models: Models) -> RetrievalTrace:
-    """Both legs, fused; never raises for a model or index failure (recorded as the reason)."""
-    started = time.perf_counter()
-    rc = cfg.retrieve
+def run(query: str, cfg: RetrieveConfig, ctx: StageContext) -> RetrievalTrace:
+    """Both legs over ``ctx.store``, fused; never raises for a model or index failure (recorded as the reason).
+
+    The stage's own wall time is recorded by the engine (``Trace.timings_ms["retrieve"]``); ``timings_ms`` here
+    splits it into the parts only the stage can see.
+    """
+    rc, store = cfg, ctx.store
     terms = tokenize(query)
     weights = query_weights(terms)
-    dense, embed_ms = _dense_leg(query, cfg, store, models)
+    dense, embed_ms = _dense_leg(query, cfg, ctx)
     keyword = _keyword_leg(weights, cfg, store)
 
     idf_error = ""
@@ -204,4 +208,4 @@ def run(query: str, cfg: PipelineConfig, store: Store, models: Models) -> Retrie
         dense_hits=len(dense.hits), keyword_hits=len(keyword.hits), candidates=tuple(candidates),
         reason=_reason(dense, keyword, idf_error), dense_status=dense.status, keyword_status=keyword.status,
         timings_ms={"embed_query": embed_ms, "dense": dense.elapsed_ms, "keyword": keyword.elapsed_ms,
-                    "fusion": fusion_ms, "total": _elapsed_ms(started)})
+                    "fusion": fusion_ms})

@@ -13,7 +13,8 @@ a character that can start a sentence: not a lower-case letter, unless it opens 
 ``delivery.max_retries`` (technical text starts sentences with config keys), and not ``,;:)]}``. That one
 rule keeps decimals (``0.5``), versions (``v2.3``), config keys and file names whole, because no space
 follows their dot; ``e.g.``, ``i.e.``, ``vs.`` and the other :data:`ABBREVIATIONS` do not cut before a
-capital either. Inline code spans are never cut.
+capital either, and an ellipsis before a lower-case word elides rather than ends. Inline code spans are never
+cut.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None,
         rest = text[stop:end]
         if rest.strip() and not (rest[0].isspace() and _can_start_sentence(rest.lstrip())):
             continue
+        if m.group().startswith("..") and rest.strip() and rest.lstrip()[0].islower():
+            continue  # "proxy_next_upstream ... http_503": an ellipsis before a lower-case word elides, it does not end
         spans.append((cur, stop))
         cur = stop
     spans.append((cur, end))

@@ -48,12 +48,11 @@ from __future__ import annotations
 import hashlib
 import inspect
 import re
-import time
-from collections.abc import Callable
 
 import numpy as np
 
 from pipeline.config import ValidateConfig
+from pipeline.context import StageContext
 from pipeline.trace import Candidate, CitationScore, ClaimCheck, GenerationTrace, ValidationTrace
 from pipeline.validation.claims import Sentence, split_claims
 
@@ -66,15 +65,16 @@ CLAIMS_ONLY_BATCH = 64        # claims are all short: one mini-batch pads little
 # -- validation ---------------------------------------------------------------------------------------
 
 def run(generation: GenerationTrace, candidates: tuple[Candidate, ...], cfg: ValidateConfig,
-        embedder, passages: Callable[[list[str]], dict] | None = None) -> ValidationTrace:
+        ctx: StageContext) -> ValidationTrace:
     """Check every claim of ``generation.answer`` against the chunks it cites (see the module docstring).
 
-    ``passages``: chunk ids -> their stored validation vectors (``Store.passage_vectors``); optional.
+    ``ctx.embedder()`` encodes the claims; ``ctx.passages()`` (``Store.passage_vectors`` when a store is
+    attached) looks up the chunks' stored validation vectors.
     """
-    started = time.perf_counter()
     skip = _skip_reason(generation)
     if skip:
         return ValidationTrace(status="skipped", reason=skip, threshold=cfg.claim_threshold)
+    embedder, passages = ctx.embedder(), ctx.passages()
     offered = {s.number: s.chunk_id for s in generation.sources}
     by_id = {c.chunk_id: c for c in candidates}
     sentences = split_claims(generation.answer)
@@ -98,7 +98,6 @@ def run(generation: GenerationTrace, candidates: tuple[Candidate, ...], cfg: Val
         unsupported=sum(c.verdict == "unsupported" for c in checks),
         uncited=sum(c.verdict == "uncited" for c in checks),
         encoder_calls=calls,
-        latency_ms=round((time.perf_counter() - started) * 1000, 3),
         non_claims=tuple(f"{s.why_not}: {s.text}" for s in sentences if not s.is_claim),
     )
 

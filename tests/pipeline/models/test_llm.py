@@ -9,8 +9,8 @@ import pytest
 
 from pipeline.config import ConfigError, GenerateConfig
 from pipeline.generation import generate
-from pipeline.models.llm import LiteLLMBackend, LLMRequest, classify_error
 from pipeline.models import local_llm
+from pipeline.models.llm import LiteLLMBackend, LLMRequest, classify_error
 from pipeline.models.registry import Models, build_backend
 from pipeline.models.resolve import ModelUnavailable
 from pipeline.trace import Candidate, Message

@@ -15,6 +15,8 @@ import pytest
 from scipy.stats import spearmanr
 
 from pipeline.config import PipelineConfig
+from pipeline.context import StageContext
+from pipeline.engine import rerank_stop_at
 from pipeline.models.encoders import CrossEncoderReranker
 from pipeline.models.registry import Models
 from pipeline.retrieval import rerank, retrieve
@@ -50,7 +52,7 @@ def int8(checkpoint, tmp_path_factory):
 @pytest.mark.parametrize("query", QUERIES)
 def test_int8_keeps_the_fp32_order_within_the_documented_tolerance(demo_store_fake, checkpoint, int8, query):
     cfg = PipelineConfig()
-    candidates = retrieve.run(query, cfg, demo_store_fake, Models(embedder=FakeEmbedder())).candidates
+    candidates = retrieve.run(query, cfg.retrieve, StageContext(Models(embedder=FakeEmbedder()), demo_store_fake, cfg.embedding)).candidates
     passages = [rerank._passage(c) for c in candidates[:30]]
     fp32 = CrossEncoderReranker(str(checkpoint), max_tokens=256, batch_size=16).score(query, passages)
     q8 = int8.score(query, passages)
@@ -79,6 +81,6 @@ def test_precision_int8_routes_the_rerank_stage_through_onnx(demo_store_fake, ch
     cfg = PipelineConfig()
     rc = dataclasses.replace(cfg.rerank, model=str(checkpoint), precision="int8", candidates=20)
     models = Models(embedder=FakeEmbedder())
-    ret = retrieve.run("payload size limit", cfg, demo_store_fake, models)
-    out = rerank.run("payload size limit", ret, rc, models, cfg.gate)
+    ret = retrieve.run("payload size limit", cfg.retrieve, StageContext(models, demo_store_fake, cfg.embedding))
+    out = rerank.run("payload size limit", ret, rc, models, rerank_stop_at(cfg.gate))
     assert out.status == "ran" and out.precision == "int8" and len(out.candidates) == 10

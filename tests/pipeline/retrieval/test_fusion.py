@@ -3,6 +3,7 @@
 import pytest
 
 from pipeline.config import PipelineConfig
+from pipeline.context import StageContext
 from pipeline.models.registry import Models
 from pipeline.retrieval import retrieve
 from pipeline.retrieval.retrieve import _reciprocal_rank_fusion
@@ -77,8 +78,7 @@ def test_a_zero_weight_leg_adds_nothing():
 def test_every_candidate_carries_its_provenance(demo_store_fake):
     cfg = PipelineConfig().with_overrides({"retrieve.dense_weight": 0.7, "retrieve.keyword_weight": 1.3,
                                            "retrieve.rrf_k": 40})
-    trace = retrieve.run("retry backoff after ERR_TIMEOUT_502", cfg, demo_store_fake,
-                         Models(embedder=FakeEmbedder()))
+    trace = retrieve.run("retry backoff after ERR_TIMEOUT_502", cfg.retrieve, StageContext(Models(embedder=FakeEmbedder()), demo_store_fake, cfg.embedding))
     assert trace.candidates
     assert (trace.rrf_k, trace.dense_weight, trace.keyword_weight) == (40, 0.7, 1.3)
     for position, c in enumerate(trace.candidates, start=1):

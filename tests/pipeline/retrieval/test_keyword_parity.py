@@ -20,10 +20,11 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from pipeline.config import PipelineConfig
+from pipeline.context import StageContext
 from pipeline.models.registry import Models
 from pipeline.retrieval import retrieve
+from pipeline.retrieval.bm25 import idf as engine_idf
 from pipeline.testing import FakeEmbedder
-from pipeline.text.tokenize import idf as engine_idf
 from pipeline.text.tokenize import tokenize
 
 QUERIES = [
@@ -80,7 +81,7 @@ def test_keyword_top10_equals_rank_bm25_with_the_engines_idf(demo_store_fake, re
     bm25, chunk_ids, point_ids = reference
     expected = _reference_top(bm25, chunk_ids, point_ids, query)
     cfg = PipelineConfig().with_overrides({"retrieve.keyword_top_k": 10})
-    trace = retrieve.run(query, cfg, demo_store_fake, Models(embedder=FakeEmbedder()))
+    trace = retrieve.run(query, cfg.retrieve, StageContext(Models(embedder=FakeEmbedder()), demo_store_fake, cfg.embedding))
     got = sorted((c for c in trace.candidates if c.keyword_rank), key=lambda c: c.keyword_rank)
     assert expected, f"no reference hits for {query!r}"
     assert [c.chunk_id for c in got] == [cid for cid, _ in expected]

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from pipeline.config import GateConfig, PipelineConfig, RerankConfig
+from pipeline.context import StageContext
+from pipeline.engine import rerank_stop_at
 from pipeline.gate import stage as gate
 from pipeline.models.registry import Models
 from pipeline.retrieval import rerank, retrieve
@@ -42,7 +44,7 @@ def _cfg(**kw) -> RerankConfig:
 
 def test_scores_are_the_sigmoid_of_the_logits_best_first():
     reranker = ScriptedReranker({3: 2.0, 7: 0.5, 1: -1.0})
-    trace = rerank.run("q", _retrieval(20), _cfg(candidates=20, top_k=5), Models(reranker=reranker), GateConfig())
+    trace = rerank.run("q", _retrieval(20), _cfg(candidates=20, top_k=5), Models(reranker=reranker), rerank_stop_at(GateConfig()))
     assert trace.status == "ran" and trace.reason == ""
     assert trace.model == "scripted", "the trace names the model that scored, not only the configured one"
     assert [s.chunk_id for s in trace.candidates[:3]] == ["doc3#0", "doc7#0", "doc1#0"]
@@ -58,8 +60,7 @@ def test_scores_are_the_sigmoid_of_the_logits_best_first():
 
 def test_only_the_fused_top_candidates_are_scored_in_batches():
     reranker = ScriptedReranker()
-    trace = rerank.run("q", _retrieval(60), _cfg(candidates=40, top_k=10, batch_size=16),
-                       Models(reranker=reranker), GateConfig())
+    trace = rerank.run("q", _retrieval(60), _cfg(candidates=40, top_k=10, batch_size=16), Models(reranker=reranker), rerank_stop_at(GateConfig()))
     assert reranker.batches == [16, 16, 8]
     assert trace.candidates_in == 40 and trace.scored == 40
     assert len(trace.candidates) == 10
@@ -74,22 +75,20 @@ def test_the_passage_shown_to_the_model_includes_the_heading_path():
             seen.extend(passages)
             return super().score(query, passages)
 
-    rerank.run("q", _retrieval(2), _cfg(candidates=2, top_k=2), Models(reranker=Recorder()), GateConfig())
+    rerank.run("q", _retrieval(2), _cfg(candidates=2, top_k=2), Models(reranker=Recorder()), rerank_stop_at(GateConfig()))
     assert seen[0] == "Doc 0\npassage 0"
 
 
 def test_disabled_reranker_is_not_called():
     reranker = ScriptedReranker()
-    trace = rerank.run("q", _retrieval(5), _cfg(enabled=False, top_k=5, candidates=5), Models(reranker=reranker),
-                       GateConfig())
+    trace = rerank.run("q", _retrieval(5), _cfg(enabled=False, top_k=5, candidates=5), Models(reranker=reranker), rerank_stop_at(GateConfig()))
     assert trace.status == "disabled" and trace.candidates == ()
     assert reranker.batches == []
 
 
 def test_an_unresolvable_cross_encoder_is_skipped_with_what_to_install():
     # Real resolution, offline (tests set HF_HUB_OFFLINE=1): no cross-encoder is installed.
-    trace = rerank.run("q", _retrieval(5), _cfg(candidates=5, top_k=5), Models(embedder=FakeEmbedder()),
-                       GateConfig())
+    trace = rerank.run("q", _retrieval(5), _cfg(candidates=5, top_k=5), Models(embedder=FakeEmbedder()), rerank_stop_at(GateConfig()))
     assert trace.status == "skipped"
     assert "cross-encoder/ms-marco-MiniLM-L-6-v2" in trace.reason
     assert "download" in trace.reason or "install" in trace.reason
@@ -99,8 +98,8 @@ def test_an_unresolvable_cross_encoder_is_skipped_with_what_to_install():
 def test_skipped_reranker_sends_the_gate_to_the_offline_rule(demo_store_fake):
     models = fake_models(reranker=False)
     cfg = PipelineConfig()
-    ret = retrieve.run("ERR_TIMEOUT_502", cfg, demo_store_fake, models)
-    rr = rerank.run("ERR_TIMEOUT_502", ret, cfg.rerank, models, cfg.gate)
+    ret = retrieve.run("ERR_TIMEOUT_502", cfg.retrieve, StageContext(models, demo_store_fake, cfg.embedding))
+    rr = rerank.run("ERR_TIMEOUT_502", ret, cfg.rerank, models, rerank_stop_at(cfg.gate))
     assert rr.status == "skipped" and "not available" in rr.reason
     g = gate.run(ret, rr, cfg.gate)
     assert g.scale == "fused_and_dense" and [c.scale for c in g.conditions] == ["fused", "dense"]
@@ -110,8 +109,7 @@ def test_skipped_reranker_sends_the_gate_to_the_offline_rule(demo_store_fake):
 
 
 def test_int8_without_its_onnx_module_is_a_recorded_skip():
-    trace = rerank.run("q", _retrieval(3), _cfg(candidates=3, top_k=3, precision="int8"),
-                       Models(embedder=FakeEmbedder()), GateConfig())
+    trace = rerank.run("q", _retrieval(3), _cfg(candidates=3, top_k=3, precision="int8"), Models(embedder=FakeEmbedder()), rerank_stop_at(GateConfig()))
     assert trace.status == "skipped" and trace.precision == "int8"
     assert "rerank_onnx" in trace.reason or "unavailable" in trace.reason
     assert trace.candidates == ()
@@ -129,15 +127,15 @@ def test_a_misbehaving_model_is_a_skip_never_a_fake_score(bad):
         def score(self, query, passages):
             return bad(query, passages)
 
-    trace = rerank.run("q", _retrieval(5), _cfg(candidates=5, top_k=5), Models(reranker=Bad()), GateConfig())
+    trace = rerank.run("q", _retrieval(5), _cfg(candidates=5, top_k=5), Models(reranker=Bad()), rerank_stop_at(GateConfig()))
     assert trace.status == "skipped" and trace.candidates == ()
     assert "fused scale" in trace.reason
 
 
 def test_rerank_on_the_demo_store_puts_the_matching_page_first(demo_store_fake, models):
     cfg = PipelineConfig()
-    ret = retrieve.run("ERR_TIMEOUT_502 endpoint did not respond", cfg, demo_store_fake, models)
-    rr = rerank.run("ERR_TIMEOUT_502 endpoint did not respond", ret, cfg.rerank, models, cfg.gate)
+    ret = retrieve.run("ERR_TIMEOUT_502 endpoint did not respond", cfg.retrieve, StageContext(models, demo_store_fake, cfg.embedding))
+    rr = rerank.run("ERR_TIMEOUT_502 endpoint did not respond", ret, cfg.rerank, models, rerank_stop_at(cfg.gate))
     assert rr.status == "ran" and len(rr.candidates) == cfg.rerank.top_k
     assert rr.candidates_in == min(cfg.rerank.candidates, len(ret.candidates))
     assert rr.candidates[0].doc_id == "err-timeout-502"
@@ -150,29 +148,26 @@ def test_rerank_on_the_demo_store_puts_the_matching_page_first(demo_store_fake, 
 def test_early_stop_ends_after_the_batch_where_the_answer_is_certain():
     reranker = ScriptedReranker({2: 3.0})  # sigmoid(3) = 0.95 >= 0.45, in the first batch
     cfg = _cfg(candidates=64, top_k=10, batch_size=16, early_stop=True)
-    trace = rerank.run("q", _retrieval(64), cfg, Models(reranker=reranker), GateConfig())
+    trace = rerank.run("q", _retrieval(64), cfg, Models(reranker=reranker), rerank_stop_at(GateConfig()))
     assert reranker.batches == [16]
     assert trace.early_stopped and trace.scored == 16 and trace.candidates_in == 64
     assert len(trace.candidates) == 10 and trace.candidates[0].chunk_id == "doc2#0"
     assert "early stop after 16 of 64" in trace.reason
-    full = rerank.run("q", _retrieval(64), _cfg(candidates=64, top_k=10, batch_size=16),
-                      Models(reranker=ScriptedReranker({2: 3.0})), GateConfig())
+    full = rerank.run("q", _retrieval(64), _cfg(candidates=64, top_k=10, batch_size=16), Models(reranker=ScriptedReranker({2: 3.0})), rerank_stop_at(GateConfig()))
     ret = _retrieval(64)
     assert gate.run(ret, trace, GateConfig()).decision == gate.run(ret, full, GateConfig()).decision == "answer"
 
 
 def test_early_stop_never_stops_towards_abstention():
     reranker = ScriptedReranker()  # every score sigmoid(-3) = 0.047 < 0.45
-    trace = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=8, early_stop=True),
-                       Models(reranker=reranker), GateConfig())
+    trace = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=8, early_stop=True), Models(reranker=reranker), rerank_stop_at(GateConfig()))
     assert trace.scored == 40 and not trace.early_stopped
     assert gate.run(_retrieval(40), trace, GateConfig()).decision == "abstain"
 
 
 def test_early_stop_still_scores_at_least_top_k():
     reranker = ScriptedReranker({0: 4.0})
-    trace = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=4, early_stop=True),
-                       Models(reranker=reranker), GateConfig())
+    trace = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=4, early_stop=True), Models(reranker=reranker), rerank_stop_at(GateConfig()))
     assert reranker.batches == [4, 4, 4]
     assert trace.scored == 12 and len(trace.candidates) == 10
 
@@ -180,10 +175,8 @@ def test_early_stop_still_scores_at_least_top_k():
 def test_early_stop_trades_away_the_top_k_order():
     # Candidate 30 would be the best, but candidate 1 already decides "answer" in the first batch.
     logits = {1: 1.0, 30: 5.0}
-    stopped = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=16, early_stop=True),
-                         Models(reranker=ScriptedReranker(logits)), GateConfig())
-    full = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=16),
-                      Models(reranker=ScriptedReranker(logits)), GateConfig())
+    stopped = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=16, early_stop=True), Models(reranker=ScriptedReranker(logits)), rerank_stop_at(GateConfig()))
+    full = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=16), Models(reranker=ScriptedReranker(logits)), rerank_stop_at(GateConfig()))
     assert full.candidates[0].chunk_id == "doc30#0"
     assert stopped.candidates[0].chunk_id == "doc1#0"
     assert "doc30#0" not in {s.chunk_id for s in stopped.candidates}
@@ -192,6 +185,6 @@ def test_early_stop_trades_away_the_top_k_order():
 def test_early_stop_does_not_apply_when_the_gate_ignores_rerank_scores():
     reranker = ScriptedReranker({0: 4.0})
     trace = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=8, early_stop=True),
-                       Models(reranker=reranker), GateConfig(signal="fused"))
+                       Models(reranker=reranker), rerank_stop_at(GateConfig(signal="fused")))
     assert trace.scored == 40 and not trace.early_stopped
     assert "early stop not applied" in trace.reason
