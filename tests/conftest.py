@@ -20,6 +20,8 @@ from pipeline.models.registry import Models  # noqa: E402
 from pipeline.storage.store import Store  # noqa: E402
 from pipeline.testing import FakeEmbedder, FakeReranker  # noqa: E402
 
+pytest_plugins = ["tests.support.strict_skips"]
+
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_CORPUS = ROOT / "golden" / "corpus"
 
