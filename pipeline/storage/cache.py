@@ -38,11 +38,9 @@ import hashlib
 import json
 import re
 import sqlite3
-import threading
 import unicodedata
-from pathlib import Path
 
-from pipeline.storage.sqlite import apply_migrations, connect, transaction, utc_now
+from pipeline.storage.sqlite import Database, transaction, utc_now
 from pipeline.trace import Trace
 
 _TRAILING = re.compile(r"[\s?!.。？！…,;:]+$")
@@ -97,19 +95,10 @@ def m001_answers(db: sqlite3.Connection) -> None:
 MIGRATIONS = [m001_answers]
 
 
-class AnswerCache:
+class AnswerCache(Database):
     """Clean answers by (normalised query, corpus version, config hash). Safe across threads and processes."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._db = connect(self.path)
-        with self._lock:
-            apply_migrations(self._db, MIGRATIONS)
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
+    migrations = MIGRATIONS
 
     def get(self, key: str) -> Trace | None:
         with self._lock:

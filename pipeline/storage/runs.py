@@ -19,13 +19,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
-import threading
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from pipeline.storage.sqlite import applied_migrations, apply_migrations, connect, transaction, utc_now
+from pipeline.storage.sqlite import Database, applied_migrations, transaction, utc_now
 from pipeline.trace import Trace
 
 # -- migrations (append only) ----------------------------------------------------------------------------
@@ -138,19 +136,10 @@ def _summary(row: tuple) -> RunSummary:
     return RunSummary(**values)
 
 
-class RunLog:
+class RunLog(Database):
     """The ``query_runs`` table of one ``runs.sqlite``. Safe to share between threads and processes."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._db = connect(self.path)
-        with self._lock:
-            apply_migrations(self._db, MIGRATIONS)
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
+    migrations = MIGRATIONS
 
     def record(self, trace: Trace) -> str:
         """Write one row for ``trace``; returns its run id.

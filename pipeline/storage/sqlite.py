@@ -20,6 +20,7 @@ applied without running them, and applies only the rest.
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -105,3 +106,21 @@ def table_exists(db: sqlite3.Connection, name: str) -> bool:
 
 def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class Database:
+    """One SQLite file shared by the threads of a process: opened by :func:`connect`, migrated on open with the
+    subclass's ``migrations``, every use under one lock. The run log and the answer cache are this."""
+
+    migrations: list[Migration] = []
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._db = connect(self.path)
+        with self._lock:
+            apply_migrations(self._db, self.migrations)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
