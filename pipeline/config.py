@@ -41,7 +41,7 @@ class ChunkingConfig:
 class EmbeddingConfig:
     model: str = _tunable("sentence-transformers/all-MiniLM-L6-v2",
                           "Bi-encoder for the dense leg and the citation validator.")
-    # 16 measured 24 % faster than 64 on 2 cores (less padding to the longest text of a batch; BENCHMARKS.md).
+    # smaller batches pad less to the longest text of a batch; the measured trade-off is in BENCHMARKS.md.
     batch_size: int = _tunable(16, "Texts per embedding call during ingestion.", lo=1, hi=4096)
 
 

@@ -13,10 +13,9 @@ Algorithm, after the answer exists (:func:`run`):
    lookup as ``passages``: the one call then carries only the claims — 1 to 10 short texts, encoded as one
    mini-batch. A chunk with nothing stored (an older store, the setting off, another embedder, a text that
    changed — checked by :func:`passage_key`) has its passages added to the same call, length-sorted in
-   mini-batches of ``validate.encode_batch_size`` (8): one padded batch of 64 pads every 15-token claim to
-   the longest chunk, and measured 3.7x slower on the demo corpus. Either way the numbers are the same
-   vectors of the same texts. (Measured with MiniLM on 2 cores: passages encoded per answer made a 10-claim
-   answer cost 4.6x a 1-claim one, ~770 ms; see BENCHMARKS.md for the figures with them stored.)
+   mini-batches of ``validate.encode_batch_size``: one padded batch of 64 would pad every short claim to
+   the longest chunk. Either way the numbers are the same vectors of the same texts. What each way costs is
+   measured in BENCHMARKS.md ("Validation cost").
 3. **Similarity to a cited chunk** is the cosine of the L2-normalised vectors, rounded to 4 places *before*
    it is compared (the number the user sees is the number that decided). The whole chunk is represented by
    the vector retrieval indexed for it (heading path + text, the chunk's dense vector). With
