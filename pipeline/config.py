@@ -77,8 +77,8 @@ class RetrieveConfig:
 class RerankConfig:
     enabled: bool = _tunable(True, "Run the cross-encoder; when off or unavailable the gate requires fused AND dense.")
     model: str = _tunable("cross-encoder/ms-marco-MiniLM-L-6-v2", "Cross-encoder checkpoint.")
-    # The seed reranked the fused top-100 in fp32: ~7 s on 2 CPU cores against a 300 ms budget. 20 candidates of
-    # 128 tokens in int8 is the measured setting under 1 s p95 (BENCHMARKS.md, "Rerank trade-off"); whether it
+    # The seed reranked the fused top-100 in fp32, far over the latency budget on 2 CPU cores. 20 candidates of
+    # 128 tokens in int8 is the setting chosen from BENCHMARKS.md ("Rerank trade-off"); whether it
     # stays within 1 nDCG point of reranking the top-100 needs a relevance-trained cross-encoder to check,
     # which does not resolve offline. Raise candidates where a GPU or more cores are available.
     candidates: int = _tunable(20, "Fused candidates sent to the cross-encoder.", lo=1, hi=1000)
