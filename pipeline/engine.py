@@ -142,7 +142,8 @@ class Pipeline:
         timings["total"] = round((time.perf_counter() - started) * 1000, 3)
         trace = dataclasses.replace(trace, llm_calls=llm_calls, timings_ms=timings,
                                     degradations=_degradations(trace))
-        if generate_answer and cfg.cache.enabled:
+        # Not while this process is writing: later commits of the same run keep the version this answer saw.
+        if generate_answer and cfg.cache.enabled and not getattr(self.store, "write_in_progress", False):
             self.cache.put(key, trace)
         return self._log(trace) if generate_answer else trace
 

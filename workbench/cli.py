@@ -57,6 +57,8 @@ def open_store(args: argparse.Namespace, cfg=None, repair: bool = True):
     from pipeline.storage.store import Store
 
     store = Store.open(args.store)
+    if store.waited_for:  # a reader that waited out a writer says so; a refusal is still one line
+        print(f"note: waited for {store.waited_for} to release {store.home}", file=sys.stderr)
     if repair and cfg is not None and needs_repair(store) and not store.is_empty():
         for action in repair_store(store, cfg, default_models()):
             print(f"note: {action}", file=sys.stderr)

@@ -8,7 +8,9 @@ citation validator (:mod:`pipeline.validation.citations`) so that answering neve
 
 Incremental by content hash: an unchanged document is not re-chunked or re-embedded; a changed one
 replaces all its old chunks atomically (:meth:`Store.replace_document`); a document whose front matter
-says ``status: retracted`` is removed. The corpus version increments once per run that changed anything.
+says ``status: retracted`` is removed. The corpus version increments once per run that changed anything, in
+the catalogue transaction of the run's first commit (:meth:`Store.writing`), so a run killed after any commit
+has already moved it and no answer cached under the old version is served again.
 
 BM25 document weights depend on the corpus's average chunk length (the statistics are pure functions of
 :mod:`pipeline.retrieval.bm25`). A fresh ingest computes it over all chunks before writing; an incremental
@@ -83,7 +85,16 @@ def ingest_paths(store: Store, paths: Iterable[str | Path], cfg: PipelineConfig,
 def ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfig, models: Models,
                      problems: list[LoadProblem] | None = None, progress: bool = True,
                      rebuild: bool = False) -> IngestReport:
-    """Index ``documents``; unchanged ones (same content hash) are skipped unless ``rebuild`` (repair)."""
+    """Index ``documents``; unchanged ones (same content hash) are skipped unless ``rebuild`` (repair).
+
+    The whole run is one write session (:meth:`Store.writing`): a second writer waits or is refused before
+    anything is touched, and every commit moves the corpus version to the run's new version."""
+    with store.writing("ingest"):
+        return _ingest_documents(store, documents, cfg, models, problems, progress, rebuild)
+
+
+def _ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfig, models: Models,
+                      problems: list[LoadProblem] | None, progress: bool, rebuild: bool) -> IngestReport:
     embedder = models.embedder(cfg.embedding)
     notes: list[str] = []
     signature = build_signature(cfg, embedder.dim)
@@ -142,6 +153,7 @@ def ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfi
     previous_avgdl = store.avgdl
     if changed_anything and previous_avgdl and kept_lengths and (
             avgdl_drifted(previous_avgdl, avgdl, AVGDL_TOLERANCE) or force):
+        store.mark_changed()
         refresh_sparse(store, cfg, avgdl, skip={p.doc.doc_id for p in prepared})
         notes.append(f"average chunk length moved {previous_avgdl:.1f} → {avgdl:.1f} tokens: "
                      "sparse vectors of unchanged chunks rewritten")
@@ -150,8 +162,8 @@ def ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfi
         superseded = update_supersession(store, cfg)
         store.index.optimize()
         store.index.flush()
-        store.set_meta(corpus_version=store.corpus_version + 1, avgdl=avgdl, build_signature=signature,
-                       dim=embedder.dim, pending="")
+        store.mark_changed()  # already moved by the run's first commit; kept explicit for a run that only rewrote
+        store.set_meta(avgdl=avgdl, build_signature=signature, dim=embedder.dim, pending="")
     else:
         superseded = sum(1 for c in store.chunks() if c.superseded_by)
     return IngestReport(
@@ -163,13 +175,14 @@ def ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfi
 
 
 def delete_document(store: Store, doc_id: str) -> int:
-    """Remove a document from both legs; bumps the corpus version. Returns chunks removed (0: unknown id)."""
-    removed = store.delete_document(doc_id)
-    if removed:
-        _forget_cached_answers(store, [doc_id])
-        store.index.optimize()
-        store.index.flush()
-        store.set_meta(corpus_version=store.corpus_version + 1)
+    """Remove a document from both legs; the corpus version moves in the transaction that removes it.
+    Returns chunks removed (0: unknown id)."""
+    with store.writing("delete"):
+        removed = store.delete_document(doc_id)
+        if removed:
+            _forget_cached_answers(store, [doc_id])
+            store.index.optimize()
+            store.index.flush()
     return removed
 
 
@@ -290,12 +303,23 @@ def update_supersession(store: Store, cfg: PipelineConfig) -> int:
 
 
 def needs_repair(store: Store) -> bool:
-    """Cheap check: an interrupted write, a replaced index, or point and chunk counts that disagree."""
+    """Cheap check: an interrupted write, a replaced index, or point and chunk counts that disagree. A store
+    another process is writing to right now is busy, not broken: False."""
+    if store.another_writer_active():
+        return False
     return bool(store.meta("pending") or getattr(store, "damage", "")) or store.index.count() != store.chunk_count()
 
 
 def repair(store: Store, cfg: PipelineConfig, models: Models, progress: bool = False) -> list[str]:
-    """Make the index match the catalogue: drop orphan points, rebuild missing ones from stored text."""
+    """Make the index match the catalogue: drop orphan points, rebuild missing ones from stored text.
+
+    Runs as the store's one writer (:meth:`Store.writing`), so it never takes a running writer's new points
+    for orphans; a document ends wholly in the catalogue and both legs, or wholly absent."""
+    with store.writing("repair"):
+        return _repair(store, cfg, models, progress)
+
+
+def _repair(store: Store, cfg: PipelineConfig, models: Models, progress: bool) -> list[str]:
     actions = []
     if getattr(store, "damage", ""):
         actions.append(store.damage)

@@ -66,7 +66,11 @@ def _sorted_hits(hits: list[IndexHit], limit: int | None = None, coarse: bool = 
 
 
 class EdgeIndex:
-    """Qdrant Edge: the Qdrant engine in-process, segments on disk under ``path``."""
+    """Qdrant Edge: the Qdrant engine in-process, segments on disk under ``path``.
+
+    Open it only while holding the data directory's ``shard.lock`` (:meth:`pipeline.storage.store.Store.open`
+    does): loading a shard another process holds damages the holder's files. The engine's own lock error is
+    still turned into :class:`IndexBusy`, for a holder that does not take ``shard.lock`` (an older release)."""
 
     kind = "qdrant-edge"
 

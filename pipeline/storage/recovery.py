@@ -11,7 +11,12 @@ document's text, so the index is always the part that can be wrong and rebuilt:
   (:func:`pipeline.ingestion.ingest.repair`).
 - **a damaged shard** (:func:`probe_index`, :func:`set_aside_damaged_shard`): a shard that will not open, or
   opens but fails a cheap health check, is moved aside (kept for inspection, never deleted) and an empty
-  one started; the next repair rebuilds every chunk.
+  one started; the next repair rebuilds every chunk. Both checks run only while this process holds
+  ``shard.lock`` (:mod:`pipeline.storage.lock`): a shard another process holds is busy, not damaged, and
+  its opener is refused before it looks.
+
+A repair runs as the store's one writer (``write.lock``), so points a running writer has upserted but not yet
+switched to are never taken for orphans.
 """
 
 from __future__ import annotations

@@ -17,6 +17,12 @@ flushed once, and one SQLite transaction switches them all. A flush is an fsync 
 document dominated an ingest's time (the profile is in BENCHMARKS.md, "What changed (profiled first)"); once
 per batch it is noise. The crash guarantee is unchanged: the new points are durable before the catalogue
 names them, and the transaction switches every document of the batch or none.
+
+One writer, many readers (:mod:`pipeline.storage.lock`): :meth:`Store.open` takes ``shard.lock`` before
+the embedded shard is loaded, and every write runs inside :meth:`Store.writing` (``write.lock``). A process
+that cannot take a lock in time gets :class:`StoreBusy` before touching anything; a busy store is never
+taken for a damaged one. The corpus version moves inside the catalogue transaction of a write session's
+first commit, so committed content never sits under the version an answer was cached for.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from __future__ import annotations
 import os
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,17 +42,39 @@ from pipeline.ingestion.documents import Chunk, Document
 from pipeline.retrieval.bm25 import idf
 from pipeline.storage import recovery
 from pipeline.storage.catalogue import Catalogue, StoredChunk, StoredDocument, StoredPassages
+from pipeline.storage.lock import FileLock, LockBusy
 from pipeline.storage.qdrant_index import ClientIndex, EdgeIndex, IndexBusy, IndexDamaged, IndexHit, IndexPoint
 from pipeline.storage.sqlite import utc_now
 
-__all__ = ["DocumentWrite", "SearchHit", "Store", "StoreError", "StoredChunk", "StoredDocument", "StoredPassages",
-           "data_dir", "point_id_for"]
+__all__ = ["DocumentWrite", "SearchHit", "Store", "StoreBusy", "StoreError", "StoredChunk", "StoredDocument",
+           "StoredPassages", "data_dir", "point_id_for"]
 
 _POINT_NAMESPACE = uuid.UUID("6f1c8a52-3a55-4d0e-9a43-5b1f0e2d7c11")
 
 
 class StoreError(RuntimeError):
     """A store problem the user can act on; the message says how."""
+
+
+class StoreBusy(StoreError):
+    """Another process holds the store (or is writing to it); nothing was touched. The message says who."""
+
+
+def _busy_message(home: Path, holder: str, waited_s: float) -> str:
+    who = f" ({holder})" if holder else ""
+    return (f"the store {home} is in use by another process{who}, for example the Streamlit app, a notebook or "
+            f"an ingest; waited {waited_s:g} s: retry when it has finished or stop it (WORKBENCH_LOCK_WAIT_S "
+            "sets the wait), or point QDRANT_URL at a Qdrant server so several processes can share one index")
+
+
+LOCK_WAIT_S = 5.0
+
+
+def _lock_wait_s() -> float:
+    try:
+        return max(float(os.environ.get("WORKBENCH_LOCK_WAIT_S", "") or LOCK_WAIT_S), 0.0)
+    except ValueError:
+        raise StoreError("WORKBENCH_LOCK_WAIT_S must be a number of seconds") from None
 
 
 @dataclass(frozen=True)
@@ -80,40 +110,68 @@ def point_id_for(doc: Document, ordinal: int) -> str:
 class Store:
     """Open with :meth:`open`; use as a context manager or call :meth:`close`."""
 
-    def __init__(self, home: Path, catalogue: Catalogue, index: Any, dim: int) -> None:
+    def __init__(self, home: Path, catalogue: Catalogue, index: Any, dim: int,
+                 shard_lock: FileLock | None = None, lock_wait_s: float = LOCK_WAIT_S) -> None:
         self.home = home
         self.catalogue = catalogue
         self.index = index
         self.dim = dim
         self.damage = ""
+        self.waited_for = ""
+        self.lock_wait_s = lock_wait_s
         self._lock = threading.RLock()
+        self._shard_lock = shard_lock
+        self._write_lock = FileLock(home / "write.lock")
+        self._write_mutex = threading.RLock()
+        self._write_depth = 0
+        self._writer_thread = 0
+        self._write_version: int | None = None
 
     # -- opening ------------------------------------------------------------------------------------------
     @classmethod
     def open(cls, home: str | Path | None = None, *, dim: int = 384, url: str | None = None,
-             lock_wait_s: float = 5.0) -> Store:
+             lock_wait_s: float | None = None) -> Store:
+        """Open the store under ``home``. With the embedded shard, first take ``shard.lock``
+        (:mod:`pipeline.storage.lock`), waiting up to ``lock_wait_s`` (default ``$WORKBENCH_LOCK_WAIT_S`` or
+        5 s): a process that cannot is refused with :class:`StoreBusy` before it touches anything, and the
+        engine's own load is never attempted while another process holds the shard (that attempt damages
+        the holder's files). ``waited_for`` says whom it waited for, if anyone."""
+        lock_wait_s = _lock_wait_s() if lock_wait_s is None else lock_wait_s
         home = data_dir(home)
         try:
             home.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create data directory {home}: {exc.strerror or exc}") from None
-        catalogue = Catalogue.open(home / "store.sqlite")
+        url = url if url is not None else os.environ.get("QDRANT_URL", "").strip()
+        shard_lock, waited_for = None, ""
+        if not url:
+            shard_lock = FileLock(home / "shard.lock")
+            try:
+                waited_for = shard_lock.acquire(lock_wait_s, "reader")
+            except LockBusy as exc:
+                raise StoreBusy(_busy_message(home, exc.holder, lock_wait_s)) from None
+            except OSError as exc:
+                raise StoreError(f"cannot lock the data directory {home}: {exc.strerror or exc}") from None
+        try:
+            catalogue = Catalogue.open(home / "store.sqlite")
+        except BaseException:
+            if shard_lock is not None:
+                shard_lock.release()
+            raise
         stored_dim = catalogue.meta("dim")
         dim = int(stored_dim) if stored_dim else dim
-        url = url if url is not None else os.environ.get("QDRANT_URL", "").strip()
-        store = cls(home, catalogue, None, dim)
+        store = cls(home, catalogue, None, dim, shard_lock, lock_wait_s)
+        store.waited_for = waited_for
         try:
-            store.index = ClientIndex(url, dim) if url else EdgeIndex(home / "shard", dim, lock_wait_s=lock_wait_s)
-        except IndexBusy:
-            catalogue.close()
-            raise StoreError(
-                f"the store {home} is in use by another process (for example the Streamlit app or another "
-                "ingest); stop that process and retry, or point QDRANT_URL at a Qdrant server so several "
-                "processes can share one index") from None
+            # No second wait: holding shard.lock, an engine lock error means a holder that does not take it.
+            store.index = ClientIndex(url, dim) if url else EdgeIndex(home / "shard", dim, lock_wait_s=0)
+        except IndexBusy as exc:  # held by a process that does not take shard.lock (an older release)
+            store.close()
+            raise StoreBusy(_busy_message(home, str(exc)[:120], lock_wait_s)) from None
         except IndexDamaged as exc:
             store._set_aside_damaged_shard(f"index could not be opened ({exc})", lock_wait_s)
         except Exception as exc:  # qdrant-client connection errors have many types
-            catalogue.close()
+            store.close()
             raise StoreError(f"cannot reach the Qdrant index at {url}: {type(exc).__name__}: {exc}") from None
         if isinstance(store.index, EdgeIndex) and not store.damage:
             problem = store.probe_index()
@@ -137,10 +195,73 @@ class Store:
 
     def close(self) -> None:
         with self._lock:
-            if self.index is not None:
-                self.index.close()
-                self.index = None
-            self.catalogue.close()
+            try:
+                if self.index is not None:
+                    self.index.close()
+                    self.index = None
+                self.catalogue.close()
+            finally:
+                self._write_lock.release()
+                if self._shard_lock is not None:
+                    self._shard_lock.release()
+
+    # -- the writer lock ------------------------------------------------------------------------------------
+    @contextmanager
+    def writing(self, what: str, wait_s: float | None = None) -> Iterator[Store]:
+        """Be the store's one writer for the block (re-entrant in a thread): take ``write.lock``, waiting up
+        to ``wait_s`` (default: the open's lock wait), else :class:`StoreBusy` before anything is touched.
+        Every catalogue transaction inside that changes committed content moves the corpus version to one
+        past the version it had when the outermost block began, in that same transaction, so a process
+        killed at any point after a commit never leaves changed content under the old version."""
+        wait_s = self.lock_wait_s if wait_s is None else wait_s
+        if not self._write_mutex.acquire(timeout=max(wait_s, 0.0)):  # another thread of this process writes
+            raise StoreBusy(_busy_message(self.home, "another session of this process is writing", wait_s))
+        try:
+            if self._write_depth == 0:
+                self._writer_thread = threading.get_ident()
+                try:
+                    self._write_lock.acquire(wait_s, f"writer:{what}")
+                except LockBusy as exc:
+                    raise StoreBusy(_busy_message(self.home, exc.holder, wait_s)) from None
+                if self._shard_lock is not None:
+                    self._shard_lock.set_role(f"writer:{what}")
+                self._write_version = None
+            self._write_depth += 1
+            try:
+                yield self
+            finally:
+                self._write_depth -= 1
+                if self._write_depth == 0:
+                    self._write_version = None
+                    self._write_lock.release()
+                    if self._shard_lock is not None:
+                        self._shard_lock.set_role("reader")
+        finally:
+            self._write_mutex.release()
+
+    @property
+    def write_in_progress(self) -> bool:
+        """True while a write session of this store is open (answers are not cached meanwhile)."""
+        return self._write_depth > 0
+
+    def another_writer_active(self) -> bool:
+        """True when another process, another open store or another thread of this one is writing right now:
+        an unfinished write seen from outside is a writer at work, not a crash, and must not be repaired."""
+        if self._write_depth > 0:  # this store is writing: busy unless the asking thread is the writer
+            return self._writer_thread != threading.get_ident()
+        return not self._write_lock.held and self._write_lock.is_taken_elsewhere()
+
+    def _bump_version(self) -> None:
+        """Inside a catalogue transaction of a write session: the corpus version becomes the session's."""
+        if self._write_version is None:
+            self._write_version = self.corpus_version + 1
+        self.catalogue.set_meta(corpus_version=self._write_version)
+
+    def mark_changed(self) -> None:
+        """Record that this write session changed what search returns without a catalogue switch (for
+        example rewritten sparse vectors): the corpus version moves as it does for a switch."""
+        with self.writing("ingest"), self._lock, self.catalogue.transaction():
+            self._bump_version()
 
     # -- catalogue reads ------------------------------------------------------------------------------------
     def meta(self, key: str, default: str = "") -> str:
@@ -215,7 +336,7 @@ class Store:
 
     # -- writes (used by pipeline.ingestion.ingest) ---------------------------------------------------------
     def set_meta(self, **values: Any) -> None:
-        with self._lock:
+        with self.writing("ingest"), self._lock:
             self.catalogue.set_meta(**values)
 
     def replace_document(self, doc: Document, chunks: list[Chunk], points: list[IndexPoint],
@@ -232,7 +353,7 @@ class Store:
         deleted. Returns the number of old chunks removed."""
         if not writes:
             return 0
-        with self._lock:
+        with self.writing("ingest"), self._lock:
             old = {w.doc.doc_id: self.catalogue.old_chunks(w.doc.doc_id) for w in writes}
             self.index.upsert([p for w in writes for p in w.points])
             self.index.flush()
@@ -241,6 +362,7 @@ class Store:
                 for w in writes:
                     self.catalogue.write_document(w.doc, w.chunks, [p.point_id for p in w.points], w.terms,
                                                   w.passages, w.model, old[w.doc.doc_id], now)
+                self._bump_version()
             new_points = {p.point_id for w in writes for p in w.points}
             stale = [o.point_id for chunks in old.values() for o in chunks if o.point_id not in new_points]
             self.index.delete(stale)
@@ -248,21 +370,23 @@ class Store:
 
     def delete_document(self, doc_id: str) -> int:
         """Remove a document from the catalogue and both indexes; returns the chunks removed (0 if unknown)."""
-        with self._lock:
+        with self.writing("delete"), self._lock:
             old = self.catalogue.old_chunks(doc_id)
             if not self.catalogue.has_document(doc_id):
                 return 0
             with self.catalogue.transaction():
                 self.catalogue.remove_document(doc_id, old)
+                self._bump_version()
             self.index.delete([o.point_id for o in old])
             return len(old)
 
     def set_supersession(self, updates: dict[str, tuple[tuple[str, ...], str]]) -> None:
         """Record, per chunk id, the newer chunks that supersede it in part and why (empty clears it)."""
-        with self._lock:
+        with self.writing("ingest"), self._lock:
             points = {chunk_id: point_id for point_id, chunk_id in self.catalogue.live_points().items()}
             with self.catalogue.transaction():
                 self.catalogue.set_supersession(updates)
+                self._bump_version()
             for chunk_id, (by, why) in updates.items():
                 if chunk_id in points:
                     self.index.set_payload(points[chunk_id], {"superseded_by": list(by), "superseded_reason": why})
