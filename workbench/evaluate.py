@@ -18,7 +18,11 @@ Method:
    false-answer rate on unanswerable, abstention precision/recall, recall@10 (hit: ANY expected document
    in the documents of the top-10 ranked chunks; and the fraction-of-expected variant), MRR@10, citation
    support, fabricated markers, LLM calls made and saved, latency per stage, NLI support when an NLI
-   model resolves (:mod:`workbench.nli`), and a per-tag breakdown.
+   model resolves (:mod:`workbench.nli`), and a per-tag breakdown. Each answered case also gets an answer
+   correctness verdict against its ``expected_answer`` (:mod:`workbench.correctness`: token recall with exact
+   key facts, a semantic match with the evaluation's embedder, NLI entailment when a model resolves), kept
+   in the row's ``correctness`` and summarised as ``correct_answer_rate``, ``supported_but_wrong_rate`` and
+   the trust triples.
 4. Outputs (:func:`run_eval`; ``workbench.cli`` parses the flags): ``--json`` prints ``{"summary", "rows"}``
    (docs/ARCHITECTURE.md); ``--out DIR`` writes ``traces.jsonl`` (one ``{"id", "trace"}`` per case: what ``workbench
    tune`` replays), ``summary.json``, ``eval.json`` and ``rows.csv``; ``--csv FILE`` writes the rows too;
@@ -47,9 +51,11 @@ from pipeline.config import PipelineConfig
 from pipeline.engine import Pipeline, QuestionError
 from pipeline.generation.prompts import ABSTENTION_MESSAGE
 from pipeline.models.registry import Models, default_models
+from pipeline.models.resolve import ModelUnavailable
 from pipeline.storage.store import Store
 from pipeline.trace import Trace
 from workbench import floors as floors_mod
+from workbench.correctness import Correctness, score_case
 from workbench.golden import GoldenCase, GoldenSet, load_golden, subset
 from workbench.metrics import document_ranking, hit_at_k, recall_at_k, reciprocal_rank
 from workbench.nli import nli_support
@@ -149,6 +155,7 @@ class EvalRow:
     latency_ms: float = 0.0
     tags: tuple[str, ...] = ()
     question: str = ""
+    correctness: Correctness | None = None   # answered cases only (workbench.correctness); None: abstained
 
     def to_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
@@ -162,7 +169,7 @@ def abstained_by(trace: Trace) -> str:
     return ""
 
 
-def build_row(case: GoldenCase, trace: Trace) -> EvalRow:
+def build_row(case: GoldenCase, trace: Trace, correctness: Correctness | None = None) -> EvalRow:
     docs = tuple(document_ranking(c.doc_id for c in trace.ranked_candidates()[:TOP_K]))
     val = trace.validation
     validated = val.status == "ran" and bool(val.claims)
@@ -182,7 +189,7 @@ def build_row(case: GoldenCase, trace: Trace) -> EvalRow:
         unsupported_claims=val.unsupported, uncited_claims=val.uncited,
         fabricated_markers=len(val.fabricated_markers), llm_calls_saved=trace.llm_calls_saved,
         generator=trace.generation.backend, latency_ms=trace.timings_ms.get("total", 0.0), tags=case.tags,
-        question=case.question)
+        question=case.question, correctness=correctness)
 
 
 # -- the driver: every golden walk goes through run_cases ---------------------------------------------------
@@ -204,6 +211,7 @@ class GoldenRun:
     seconds: float = 0.0
     golden_problems: tuple[str, ...] = ()  # bad lines of the golden file
     rejected: tuple[str, ...] = ()         # "case ID (line N): why" for each question the pipeline rejected
+    correctness: tuple[Correctness | None, ...] = ()  # per case, when scored (:func:`score_correctness`)
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -211,7 +219,8 @@ class GoldenRun:
 
     @cached_property
     def rows(self) -> tuple[EvalRow, ...]:
-        return tuple(build_row(c, t) for c, t in zip(self.cases, self.traces, strict=True))
+        verdicts = self.correctness or (None,) * len(self.cases)
+        return tuple(build_row(c, t, v) for c, t, v in zip(self.cases, self.traces, verdicts, strict=True))
 
     def by_id(self) -> dict[str, Trace]:
         return {c.id: t for c, t in zip(self.cases, self.traces, strict=True)}
@@ -298,6 +307,23 @@ class Evaluation:
         return {"summary": self.summary, "rows": [r.to_dict() for r in self.rows]}
 
 
+def score_correctness(run: GoldenRun, embedder, models: Models, nli_model: str, nli: bool
+                      ) -> tuple[tuple[Correctness | None, ...], dict]:
+    """Every case's correctness verdict (:mod:`workbench.correctness`) and the summary's note of what judged."""
+    model, status, reason = None, "off", "--no-nli"
+    if nli and not nli_model:
+        status, reason = "unavailable", "validate.nli_model is empty"
+    elif nli:
+        try:
+            model, status, reason = models.nli(nli_model), "ran", ""
+        except (ModelUnavailable, ImportError, OSError) as exc:
+            status, reason = "unavailable", str(exc)
+    verdicts = tuple(score_case(c, t, abstained=bool(abstained_by(t)), embedder=embedder, nli_model=model,
+                                nli_status=status) for c, t in zip(run.cases, run.traces, strict=True))
+    return verdicts, {"embedder": getattr(embedder, "name", ""), "nli": status, "nli_model": nli_model,
+                      "nli_reason": reason}
+
+
 def evaluate(golden: GoldenSet, store: Store, models: Models, cfg: PipelineConfig, *, nli: bool = True,
              progress: bool = False, on_progress: Progress | None = None) -> Evaluation:
     """Run the golden set through the pipeline and measure it (the module docstring says how). ``progress``
@@ -309,7 +335,10 @@ def evaluate(golden: GoldenSet, store: Store, models: Models, cfg: PipelineConfi
     nli_block = nli_support(run.traces, models, pipeline.cfg.validate.nli_model, progress) if nli else \
         {"status": "off", "model": pipeline.cfg.validate.nli_model, "reason": "--no-nli", "support_rate": None,
          "agreement": None}
+    verdicts, judged = score_correctness(run, memo, models, pipeline.cfg.validate.nli_model, nli)
+    run = dataclasses.replace(run, correctness=verdicts)
     summary = summarise(run.rows, run.traces, tags=golden.tags, nli=nli_block)
+    summary["correctness"] = {**summary["correctness"], **judged}
     summary["run"] = {"golden": golden.path, "cases": len(run.rows), "seconds": round(run.seconds, 1),
                       "seconds_per_case": round(run.seconds / max(len(run.rows), 1), 3),
                       "config_hash": run.config_hash, "corpus_version": run.corpus_version,
@@ -331,7 +360,8 @@ def write_csv(path: Path, rows: Sequence[EvalRow]) -> None:
         writer.writeheader()
         for row in rows:
             writer.writerow({k: CSV_LIST_SEPARATOR.join(v) if isinstance(v, tuple) else ("" if v is None else v)
-                             for k, v in dataclasses.asdict(row).items()})
+                             for k, v in dataclasses.asdict(row).items()}
+                            | {"correctness": row.correctness.verdict if row.correctness else ""})
 
 
 def write_traces(path: Path, cases: Sequence[GoldenCase], traces: Sequence[Trace]) -> None:

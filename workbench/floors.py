@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.config import ConfigError
-from workbench.summary import NESTED_METRICS, SUMMARY_METRICS, TAG_METRICS, lookup
+from workbench.summary import CORRECTNESS_METRICS, NESTED_METRICS, SUMMARY_METRICS, TAG_METRICS, lookup
 
 TABLES = ("floors", "ceilings")
 
@@ -47,7 +47,8 @@ class Failure:
 
 
 def known_metrics(tags: Sequence[str] = ()) -> list[str]:
-    return [*SUMMARY_METRICS, *NESTED_METRICS, *(f"per_tag.{t}.{m}" for t in tags for m in TAG_METRICS)]
+    return [*SUMMARY_METRICS, *CORRECTNESS_METRICS, *NESTED_METRICS,
+            *(f"per_tag.{t}.{m}" for t in tags for m in TAG_METRICS)]
 
 
 def _check_metric(name: str, key: str, tags: Sequence[str]) -> None:
@@ -61,7 +62,8 @@ def _check_metric(name: str, key: str, tags: Sequence[str]) -> None:
     near = difflib.get_close_matches(key, known, n=1)
     hint = f" (did you mean {near[0]!r}?)" if near else ""
     raise FloorsError(f"floors file {name}: unknown metric {key!r}{hint}; metrics: {', '.join(SUMMARY_METRICS)}, "
-                      f"{', '.join(NESTED_METRICS)}, per_tag.<tag>.<{'|'.join(TAG_METRICS)}>")
+                      f"{', '.join(CORRECTNESS_METRICS)}, {', '.join(NESTED_METRICS)}, "
+                      f"per_tag.<tag>.<{'|'.join(TAG_METRICS)}>")
 
 
 def parse_floors(data, name: str = "floors", tags: Sequence[str] = ()) -> Gate:

@@ -18,6 +18,15 @@ Definitions (every rate is ``None`` when its denominator is empty):
   abstention).
 - ``latency_ms``: p50 / p95 per stage over the cases where the stage ran (``total`` for the whole ask).
 - ``per_tag``: the gate and retrieval rates restricted to the cases carrying each tag.
+- Answer correctness (each answered case's verdict from :mod:`workbench.correctness`):
+  ``correct_answer_rate`` / ``partly_answer_rate`` / ``wrong_answer_rate``: verdicts among answered
+  answerable cases that have one; ``supported_but_wrong_rate``: answered cases (answerable or not) whose
+  every claim is supported and whose verdict is wrong, over answered cases; ``supported_but_wrong_rate_answerable``:
+  the same among answered answerable cases. ``trust_answerable`` and ``trust_unanswerable``: over all cases of
+  the kind, the shares ``answered_correctly`` / ``answered_partly`` / ``abstained`` / ``answered_wrongly``
+  (they sum to 1 up to rounding and answerable cases without an expected answer, counted in ``unscored``); on
+  unanswerable every answer is wrong. ``correctness``: the verdict counts and what judged (the embedder, the
+  NLI status).
 """
 
 from __future__ import annotations
@@ -37,7 +46,12 @@ SUMMARY_METRICS = (
     "citation_support_rate", "citation_support_rate_cited", "fabricated_marker_rate", "answers_fully_supported",
     "answers_validated",
     "claims", "llm_calls_made", "llm_calls_saved")
-NESTED_METRICS = ("nli.support_rate", "nli.agreement", "nli.embedding_only", "nli.nli_only")
+NESTED_METRICS = ("nli.support_rate", "nli.agreement", "nli.embedding_only", "nli.nli_only",
+                  "trust_answerable.answered_correctly", "trust_answerable.answered_wrongly",
+                  "trust_unanswerable.answered_wrongly")
+CORRECTNESS_METRICS = ("correct_answer_rate", "partly_answer_rate", "wrong_answer_rate", "supported_but_wrong_rate",
+                       "supported_but_wrong_rate_answerable")
+TRUST_KEYS = ("answered_correctly", "answered_partly", "abstained", "answered_wrongly")
 
 
 def gate_rates(rows: Sequence) -> dict:
@@ -70,6 +84,47 @@ def citation_rates(rows: Sequence) -> dict:
             "fabricated_marker_rate": rate(sum(r.fabricated_markers > 0 for r in validated), len(validated)),
             "answers_validated": len(validated), "claims": claims,
             "answers_fully_supported": rate(sum(bool(r.supported) for r in validated), len(validated))}
+
+
+def verdict(row) -> str | None:
+    """The row's correctness verdict, ``None`` for an abstention or an unscored answer."""
+    correctness = getattr(row, "correctness", None)
+    return None if row.abstained or correctness is None else correctness.verdict
+
+
+def supported_but_wrong(row) -> bool:
+    """Answered, every claim supported by its citation, and the answer is wrong."""
+    return not row.abstained and bool(row.supported) and verdict(row) == "wrong"
+
+
+def trust(rows: Sequence) -> dict:
+    """Shares of ``rows`` answered correctly / partly / abstained / answered wrongly (summary docstring)."""
+    counts = Counter("abstained" if r.abstained else
+                     {"correct": "answered_correctly", "partly": "answered_partly", "wrong": "answered_wrongly"}
+                     .get(verdict(r) or "", "unscored") for r in rows)
+    if rows and not any(r.answerable for r in rows):  # on unanswerable every answer is wrong
+        counts = Counter("abstained" if r.abstained else "answered_wrongly" for r in rows)
+    out = {k: round_or_none(rate(counts[k], len(rows))) for k in TRUST_KEYS}
+    return {**out, "cases": len(rows), "unscored": counts["unscored"]}
+
+
+def correctness_rates(rows: Sequence) -> dict:
+    answered = [r for r in rows if not r.abstained]
+    answered_answerable = [r for r in answered if r.answerable]
+    scored = [verdict(r) for r in answered_answerable if verdict(r) is not None]
+    return {"correct_answer_rate": rate(scored.count("correct"), len(scored)),
+            "partly_answer_rate": rate(scored.count("partly"), len(scored)),
+            "wrong_answer_rate": rate(scored.count("wrong"), len(scored)),
+            "supported_but_wrong_rate": rate(sum(supported_but_wrong(r) for r in answered), len(answered)),
+            "supported_but_wrong_rate_answerable": rate(sum(supported_but_wrong(r) for r in answered_answerable),
+                                                        len(answered_answerable))}
+
+
+def correctness_block(rows: Sequence) -> dict:
+    verdicts = Counter(verdict(r) for r in rows if verdict(r) is not None)
+    return {"verdicts": {v: verdicts[v] for v in ("correct", "partly", "wrong")},
+            "scored": sum(verdicts.values()),
+            "supported_but_wrong": sum(supported_but_wrong(r) for r in rows)}
 
 
 def latency(traces: Sequence[Trace]) -> dict:
@@ -108,7 +163,7 @@ def _rounded(value):
 
 
 def summarise(rows: Sequence, traces: Sequence[Trace], tags: Sequence[str] = (), nli: dict | None = None) -> dict:
-    numbers = {**gate_rates(rows), **retrieval_rates(rows), **citation_rates(rows),
+    numbers = {**gate_rates(rows), **retrieval_rates(rows), **citation_rates(rows), **correctness_rates(rows),
                "llm_calls_made": sum(r.llm_calls for r in rows),
                "llm_calls_saved": sum(r.llm_calls_saved for r in rows)}
     summary = {k: _rounded(v) for k, v in numbers.items()}
@@ -116,6 +171,9 @@ def summarise(rows: Sequence, traces: Sequence[Trace], tags: Sequence[str] = (),
     summary["latency_ms"] = latency(traces)
     summary["latency_note"] = ("validate is measured with the evaluation's embedding memo (each distinct "
                                "passage encoded once per run), so it is lower than a cold ask's")
+    summary["trust_answerable"] = trust([r for r in rows if r.answerable])
+    summary["trust_unanswerable"] = trust([r for r in rows if not r.answerable])
+    summary["correctness"] = correctness_block(rows)
     summary["per_tag"] = per_tag(rows, tags)
     summary["stack"] = stack(rows, traces)
     return summary
@@ -146,6 +204,18 @@ def render_summary(summary: dict) -> str:
                      f"  ({nli.get('model')}, {nli.get('claims')} claims)")
     else:
         lines.append(f"{'nli support':<34} {nli.get('status', 'off')}: {nli.get('reason', '')}")
+    for k in CORRECTNESS_METRICS:
+        if k in summary:
+            lines.append(f"{k:<34} {_fmt(summary.get(k))}")
+    for kind in ("answerable", "unanswerable"):
+        t = summary.get(f"trust_{kind}")
+        if t:
+            lines.append(f"{kind + ': ok/part/abst/wrong':<34} " + " / ".join(
+                _fmt(t.get(k)) for k in TRUST_KEYS))
+    judged = summary.get("correctness", {})
+    if judged.get("nli"):
+        lines.append(f"{'correctness judged by':<34} embedder {judged.get('embedder') or 'none'}, "
+                     f"NLI {judged['nli']}" + (f" ({judged['nli_model']})" if judged["nli"] == "ran" else ""))
     lat = summary.get("latency_ms", {})
     lines.append("latency ms (p50/p95): " + ", ".join(f"{s} {v['p50']:.0f}/{v['p95']:.0f}" for s, v in lat.items()))
     tags = summary.get("per_tag", {})

@@ -49,6 +49,16 @@ def _is_compound(raw: str) -> bool:
 
 def tokenize(text: str) -> list[str]:
     """Tokens of ``text`` in order; a compound identifier yields itself, then its parts."""
+    return _tokens(text, parts=True)
+
+
+def whole_tokens(text: str) -> list[str]:
+    """Tokens of ``text`` in order without the parts of compounds: ``v3.1`` is one token, never ``3`` and ``1``
+    (what an exact comparison of numbers, versions and identifiers needs)."""
+    return _tokens(text, parts=False)
+
+
+def _tokens(text: str, parts: bool) -> list[str]:
     out: list[str] = []
     for match in _TOKEN.finditer(text):
         raw = match.group(0).lower().strip("_")
@@ -56,9 +66,10 @@ def tokenize(text: str) -> list[str]:
             continue
         if _PART_SPLIT.search(raw):
             out.append(raw)
-            for part in _PART_SPLIT.split(raw):
-                if part and part not in STOP_WORDS:
-                    out.append(part if not part.isalpha() else _stem(part))
+            if parts:
+                for part in _PART_SPLIT.split(raw):
+                    if part and part not in STOP_WORDS:
+                        out.append(part if not part.isalpha() else _stem(part))
         elif raw in STOP_WORDS:
             continue
         else:

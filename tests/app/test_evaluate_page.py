@@ -53,6 +53,12 @@ def test_golden_run_shows_metrics_figures_and_a_gallery_that_opens_traces(app_en
     opened = [s for s in at.selectbox if s.key and s.key.startswith("eval.gallery.")]
     assert opened, "the fake models get some golden cases wrong, so the gallery has something to open"
     assert sum(t.label == "Retrieval" for t in at.tabs) == len(opened), "each failure kind opens a full trace"
+    assert {"correct answers", "supported but wrong"} <= set(metrics)
+    wrong_tab = next(t for t in at.tabs if t.label.startswith("supported but wrong ("))
+    if wrong_tab.label != "supported but wrong (0)":
+        table = next(df.value for df in at.dataframe if "expected answer" in df.value.columns)
+        assert {"answer", "why wrong"} <= set(table.columns) and table["expected answer"].str.len().min() > 0
+        assert any(m.value == "**Expected answer**" for m in at.markdown), "the expected answer beside the answer"
 
 
 def test_a_missing_golden_file_is_one_error_line(app_env):

@@ -152,7 +152,13 @@ def test_eval_and_tune_run_the_golden_set_through_one_driver(in_process, tiny_go
     assert main(["eval", str(tiny_golden), "--store", "x", "--json", "--no-nli", "--check", str(floors),
                  "--out", str(out), "--csv", str(tmp_path / "rows.csv")]) == 0
     captured = capsys.readouterr()
-    assert len(json.loads(captured.out)["rows"]) == 6
+    printed = json.loads(captured.out)
+    assert len(printed["rows"]) == 6
+    assert {"correct_answer_rate", "partly_answer_rate", "wrong_answer_rate", "supported_but_wrong_rate",
+            "trust_answerable", "trust_unanswerable", "correctness"} <= set(printed["summary"])
+    assert set(printed["summary"]["trust_unanswerable"]) >= {"answered_correctly", "abstained", "answered_wrongly"}
+    assert printed["summary"]["correctness"]["nli"] == "off", "--no-nli"
+    assert all((r["correctness"] is None) == r["abstained"] for r in printed["rows"])
     assert "evaluated 6 cases" in captured.err and f"deploy gate passed: 1 floors and 0 ceilings in {floors}" \
         in captured.err
     assert {p.name for p in out.iterdir()} == {"traces.jsonl", "summary.json", "eval.json", "rows.csv"}
@@ -160,7 +166,9 @@ def test_eval_and_tune_run_the_golden_set_through_one_driver(in_process, tiny_go
 
     floors.write_text(json.dumps({"floors": {"recall_at_10": 1.01}}), encoding="utf-8")
     assert main(["eval", str(tiny_golden), "--store", "x", "--no-nli", "--check", str(floors), "--limit", "2"]) == 1
-    assert "deploy gate FAILED" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "deploy gate FAILED" in captured.err
+    assert "correct_answer_rate" in captured.out and "unanswerable: ok/part/abst/wrong" in captured.out, "the text summary too"
 
     tuned = tmp_path / "tune"
     assert main(["tune", str(tiny_golden), "--store", "x", "--out", str(tuned), "--grid", "5", "--json"]) == 0

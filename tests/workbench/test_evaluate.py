@@ -27,7 +27,8 @@ GOLDEN = ROOT / "golden" / "golden.jsonl"
 ROW_KEYS = {"id", "answerable", "abstained", "gate_score", "gate_scale", "retrieved_doc_ids", "supported", "llm_calls"}
 SUMMARY_KEYS = {"answer_rate_answerable", "false_answer_rate_unanswerable", "recall_at_10", "mrr",
                 "citation_support_rate", "llm_calls_saved", "abstention_precision", "abstention_recall",
-                "fabricated_marker_rate", "llm_calls_made", "recall_at_10_fraction", "latency_ms", "nli", "per_tag"}
+                "fabricated_marker_rate", "llm_calls_made", "recall_at_10_fraction", "latency_ms", "nli", "per_tag",
+                "correct_answer_rate", "supported_but_wrong_rate", "trust_answerable", "trust_unanswerable"}
 
 
 def _case(**kw) -> GoldenCase:
@@ -255,3 +256,48 @@ def test_evaluate_and_tune_walk_the_golden_set_with_the_same_driver():
 
     assert tune.run_cases is evaluate.run_cases
     assert evaluate.evaluate.__globals__["run_cases"] is evaluate.run_cases
+
+
+# -- answer correctness in the rows and the summary ------------------------------------------------------------
+
+def _row(id_, answerable, abstained, verdict=None, supported=True):
+    from workbench.correctness import Correctness
+
+    return evaluate.EvalRow(id=id_, answerable=answerable, abstained=abstained, gate_score=0.5, gate_scale="fused",
+                            retrieved_doc_ids=(), supported=None if abstained else supported, llm_calls=0,
+                            correctness=Correctness(verdict=verdict, why="") if verdict else None)
+
+
+def test_correctness_figures_on_a_hand_built_set():
+    from workbench.summary import summarise
+
+    rows = [_row("a1", True, False, "correct"), _row("a2", True, False, "partly"),
+            _row("a3", True, False, "wrong"), _row("a4", True, False, "wrong", supported=False),
+            _row("a5", True, True), _row("u1", False, True), _row("u2", False, False, "wrong"),
+            _row("u3", False, True)]
+    s = summarise(rows, [])
+    assert s["correct_answer_rate"] == 0.25 and s["partly_answer_rate"] == 0.25 and s["wrong_answer_rate"] == 0.5
+    # supported and wrong: a3 and u2, over the five answered cases; among answered answerable, a3 of four
+    assert s["supported_but_wrong_rate"] == 0.4 and s["supported_but_wrong_rate_answerable"] == 0.25
+    assert s["trust_answerable"] == {"answered_correctly": 0.2, "answered_partly": 0.2, "abstained": 0.2,
+                                     "answered_wrongly": 0.4, "cases": 5, "unscored": 0}
+    assert s["trust_unanswerable"] == {"answered_correctly": 0.0, "answered_partly": 0.0, "abstained": 0.6667,
+                                       "answered_wrongly": 0.3333, "cases": 3, "unscored": 0}
+    assert s["correctness"]["verdicts"] == {"correct": 1, "partly": 1, "wrong": 3}
+    assert s["answer_rate_answerable"] == 0.8, "the existing keys are unchanged"
+    text = evaluate.render_summary(s)
+    assert "correct_answer_rate" in text and "supported_but_wrong_rate" in text and "answerable: ok/part/abst/wrong" in text
+
+
+def test_every_answered_row_carries_a_correctness_verdict(evaluation):
+    for row, case in zip(evaluation.rows, evaluation.cases, strict=True):
+        if row.abstained:
+            assert row.correctness is None
+        else:
+            assert row.correctness.verdict in ("correct", "partly", "wrong")
+            assert case.answerable or row.correctness.verdict == "wrong"
+    data = json.loads(json.dumps(evaluation.to_dict()))
+    answered = [r for r in data["rows"] if not r["abstained"] and r["answerable"]]
+    assert answered and {"verdict", "token_recall", "token_f1", "semantic", "nli"} <= set(answered[0]["correctness"])
+    assert answered[0]["correctness"]["semantic"] is not None, "the evaluation's embedder gives a semantic match"
+    assert evaluation.summary["correctness"]["nli"] == "unavailable", "offline: no NLI model resolves"

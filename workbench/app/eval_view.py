@@ -18,11 +18,13 @@ from workbench.app.answer_view import render_answer
 from workbench.app.render import md
 from workbench.app.trace_view import render_trace
 from workbench.evaluate import Evaluation, GoldenRun
+from workbench.summary import supported_but_wrong
 
 DEFAULT_GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "golden.jsonl"
 HEADLINE = (("answer_rate_answerable", "answered (answerable)"),
             ("false_answer_rate_unanswerable", "false answers (unanswerable)"),
             ("recall_at_10", "recall@10"), ("mrr", "MRR@10"), ("citation_support_rate", "claims supported"),
+            ("correct_answer_rate", "correct answers"), ("supported_but_wrong_rate", "supported but wrong"),
             ("llm_calls_saved", "LLM calls saved"))
 
 
@@ -108,6 +110,7 @@ def render_tuning(result: GoldenRun, cfg: PipelineConfig, key: str) -> None:
 
 GALLERY = (("false answers", lambda r: not r.answerable and not r.abstained),
            ("false abstentions", lambda r: r.answerable and r.abstained),
+           ("supported but wrong", lambda r: r.answerable and supported_but_wrong(r)),
            ("unsupported claims", lambda r: r.unsupported_claims > 0),
            ("fabricated markers", lambda r: r.fabricated_markers > 0))
 
@@ -115,6 +118,25 @@ GALLERY = (("false answers", lambda r: not r.answerable and not r.abstained),
 def gallery_rows(result: GoldenRun) -> dict[str, list[int]]:
     """Case indices per failure kind."""
     return {name: [i for i, r in enumerate(result.rows) if test(r)] for name, test in GALLERY}
+
+
+def _wrong_answer_columns(result: GoldenRun, i: int) -> dict:
+    """The expected answer beside the answer, and why the correctness check called it wrong."""
+    c = result.rows[i].correctness
+    return {"expected answer": result.cases[i].expected_answer or "–", "answer": result.traces[i].answer,
+            "why wrong": c.why if c else "–", "token recall": c.token_recall if c else None,
+            "semantic": c.semantic if c else None}
+
+
+def render_expected_beside_answer(result: GoldenRun, i: int) -> None:
+    expected, answer = st.columns(2)
+    expected.markdown("**Expected answer**")
+    expected.markdown(md(result.cases[i].expected_answer or "–"))
+    answer.markdown("**Answer** (every claim supported by its citation)")
+    answer.markdown(md(result.traces[i].answer))
+    c = result.rows[i].correctness
+    if c is not None:
+        st.caption(md(f"verdict {c.verdict}: {c.why}"))
 
 
 def render_gallery(result: GoldenRun, key: str) -> None:
@@ -131,8 +153,12 @@ def render_gallery(result: GoldenRun, key: str) -> None:
                 "abstained by": result.rows[i].abstained_by or "–", "gate": f"{result.rows[i].gate_scale} "
                 f"{result.rows[i].gate_score:.4f} vs {result.rows[i].gate_threshold:g}",
                 "unsupported": result.rows[i].unsupported_claims, "fabricated": result.rows[i].fabricated_markers,
-                "tags": ", ".join(result.rows[i].tags)} for i in idx]), hide_index=True, key=f"{key}.{slug}.table")
+                "tags": ", ".join(result.rows[i].tags),
+                **(_wrong_answer_columns(result, i) if name == "supported but wrong" else {})} for i in idx]),
+                hide_index=True, key=f"{key}.{slug}.table")
             labels = {i: f"{result.rows[i].id}: {result.rows[i].question[:90]}" for i in idx}
             chosen = st.selectbox("Open the trace of", idx, format_func=labels.get, key=f"{key}.{slug}.open")
+            if name == "supported but wrong":
+                render_expected_beside_answer(result, chosen)
             render_answer(result.traces[chosen], key=f"{key}.{slug}.answer")
             render_trace(result.traces[chosen], key=f"{key}.{slug}.trace")

@@ -5,10 +5,11 @@ file or a trace is escaped, numbers are rounded to 3 decimals, and the run's sec
 out so the same evaluation renders to the same HTML (stored notebook outputs compare equal under nbval).
 
 Each row gets one **outcome** (:func:`outcome`), worst first: a *false answer* (an unanswerable question
-answered), a *false abstention* (an answerable one abstained on), *unsupported* (answered, but a claim's
-verdict is unsupported or a marker is fabricated; an uncited sentence alone is not this), then the correct
-*answered* / *abstained*. The table lists the rows
-with a failure outcome first.
+answered), a *false abstention* (an answerable one abstained on), *supported but wrong* (every claim
+supported by its citation, yet the answer's correctness verdict, :mod:`workbench.correctness`, is wrong: the
+failure the citation check cannot see), *unsupported* (answered, but a claim's verdict is unsupported or a
+marker is fabricated; an uncited sentence alone is not this), *wrong answer* (any other answer judged
+wrong), then *answered* / *abstained*. The table lists the rows with a failure outcome first.
 """
 
 from __future__ import annotations
@@ -31,13 +32,15 @@ from workbench.display.trace_html import (
     table,
 )
 
-OUTCOMES = ("false answer", "false abstention", "unsupported", "answered", "abstained")
-FAILURES = OUTCOMES[:3]
+OUTCOMES = ("false answer", "false abstention", "supported but wrong", "unsupported", "wrong answer", "answered",
+            "abstained")
+FAILURES = OUTCOMES[:5]
 OUTCOME_STYLE = {"false answer": (ROSE, ROSE_BG), "false abstention": (AMBER, AMBER_BG),
-                 "unsupported": (ROSE, ROSE_BG), "answered": (EMERALD, EMERALD_BG), "abstained": (SLATE, SLATE_BG)}
+                 "supported but wrong": (ROSE, ROSE_BG), "unsupported": (ROSE, ROSE_BG),
+                 "wrong answer": (ROSE, ROSE_BG), "answered": (EMERALD, EMERALD_BG), "abstained": (SLATE, SLATE_BG)}
 HEADLINE = ("cases", "answerable", "unanswerable", "answer_rate_answerable", "false_answer_rate_unanswerable",
-            "recall_at_10", "mrr", "citation_support_rate", "fabricated_marker_rate", "llm_calls_made",
-            "llm_calls_saved")
+            "recall_at_10", "mrr", "citation_support_rate", "fabricated_marker_rate", "correct_answer_rate",
+            "supported_but_wrong_rate", "llm_calls_made", "llm_calls_saved")
 ROW_LIMIT = 20
 
 
@@ -47,8 +50,13 @@ def outcome(row) -> str:
         return "false answer"
     if row.answerable and row.abstained:
         return "false abstention"
+    wrong = not row.abstained and row.correctness is not None and row.correctness.verdict == "wrong"
+    if wrong and row.supported:
+        return "supported but wrong"
     if not row.abstained and (row.unsupported_claims or row.fabricated_markers):
         return "unsupported"
+    if wrong:
+        return "wrong answer"
     return "abstained" if row.abstained else "answered"
 
 
@@ -75,12 +83,13 @@ def evaluation_html(summary: dict, rows: Sequence, limit: int = ROW_LIMIT) -> st
                    f" — {esc(nli.get('reason', ''))}" if nli.get("reason") else "") + "</div>")
     ordered = sorted(rows, key=lambda r: OUTCOMES.index(outcome(r)))
     shown = [(esc(r.id), outcome_chip(outcome(r)), esc(r.question), esc(r.gate_scale), num(r.gate_score, 4),
-              _value(r.hit_at_10), f"{r.supported_claims}/{r.claims}", str(r.fabricated_markers))
+              _value(r.hit_at_10), f"{r.supported_claims}/{r.claims}", str(r.fabricated_markers),
+              esc(r.correctness.verdict) if r.correctness is not None else "–")
              for r in ordered[:limit]]
     more = f"<div>… {len(rows) - limit} more rows (all rows: evaluation.rows)</div>" if len(rows) > limit else ""
     return ('<div class="wb-evaluation"><div style="font-weight:700">Evaluation</div>' + metrics + tally + nli_line
             + table(("id", "outcome", "question", "gate scale", "gate score", "hit@10", "supported claims",
-                     "fabricated markers"), shown) + more + "</div>")
+                     "fabricated markers", "correctness"), shown) + more + "</div>")
 
 
 def evaluation_text(summary: dict, rows: Sequence) -> str:

@@ -8,17 +8,19 @@ from bs4 import BeautifulSoup
 
 from pipeline.config import PipelineConfig
 from tests.support.jupyter import displayed
-from workbench.display.eval_html import evaluation_html, outcome
+from workbench.correctness import Correctness
+from workbench.display.eval_html import FAILURES, OUTCOMES, evaluation_html, outcome
 from workbench.evaluate import EvalRow, evaluate
 from workbench.golden import load_golden
 
 SCRIPT = "<script>alert(1)</script>"
 
 
-def row(id_, answerable, abstained, unsupported=0, fabricated=0, question="q"):
+def row(id_, answerable, abstained, unsupported=0, fabricated=0, question="q", verdict=None):
     return EvalRow(id=id_, answerable=answerable, abstained=abstained, gate_score=0.5, gate_scale="rerank",
                    retrieved_doc_ids=(), supported=None if abstained else not (unsupported or fabricated),
-                   llm_calls=0, unsupported_claims=unsupported, fabricated_markers=fabricated, question=question)
+                   llm_calls=0, unsupported_claims=unsupported, fabricated_markers=fabricated, question=question,
+                   correctness=Correctness(verdict=verdict, why="") if verdict else None)
 
 
 def test_outcomes_name_each_kind_of_failure():
@@ -27,16 +29,24 @@ def test_outcomes_name_each_kind_of_failure():
     assert outcome(row("c", answerable=True, abstained=False, unsupported=1)) == "unsupported"
     assert outcome(row("d", answerable=True, abstained=False, fabricated=1)) == "unsupported"
     assert outcome(row("e", answerable=True, abstained=False)) == "answered"
+    assert outcome(row("e2", answerable=True, abstained=False, verdict="correct")) == "answered"
+    assert outcome(row("g", answerable=True, abstained=False, verdict="wrong")) == "supported but wrong"
+    assert outcome(row("h", answerable=True, abstained=False, unsupported=1, verdict="wrong")) == "unsupported"
+    assert outcome(row("i", answerable=False, abstained=False, verdict="wrong")) == "false answer"
+    assert {"supported but wrong", "wrong answer"} <= set(FAILURES)
+    assert OUTCOMES.index("supported but wrong") < OUTCOMES.index("answered")
     assert outcome(row("f", answerable=False, abstained=True)) == "abstained"
 
 
 def test_failing_rows_come_first_and_every_question_is_escaped():
-    rows = [row("ok", True, False), row("bad", False, False, question=f"asked {SCRIPT}")]
-    out = evaluation_html({"cases": 2, "answer_rate_answerable": 1.0, "nli": {"status": "off"}}, rows)
+    rows = [row("ok", True, False, verdict="correct"), row("bad", False, False, question=f"asked {SCRIPT}"),
+            row("sbw", True, False, verdict="wrong")]
+    out = evaluation_html({"cases": 3, "answer_rate_answerable": 1.0, "nli": {"status": "off"}}, rows)
     assert "<script" not in out
     soup = BeautifulSoup(out, "html.parser")
     ids = [tr.find("td").get_text() for tr in soup.select("table")[-1].select("tbody tr")]
-    assert ids == ["bad", "ok"]
+    assert ids == ["bad", "sbw", "ok"]
+    assert "supported but wrong" in soup.get_text()
     assert f"asked {SCRIPT}" in soup.get_text()
 
 

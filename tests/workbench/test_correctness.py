@@ -1,0 +1,104 @@
+"""workbench.correctness: an answer is scored against the golden expected answer; numbers and identifiers match exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.testing import FakeEmbedder
+from workbench.correctness import (
+    VERDICTS,
+    decide,
+    fact_check,
+    key_facts,
+    nli_label,
+    score,
+    score_case,
+    semantic_match,
+)
+from workbench.golden import GoldenCase
+
+EXPECTED = "In 3.1 the default delivery.max_retries is 8."
+
+
+def test_a_different_number_is_wrong_even_when_the_words_match():
+    result = score(EXPECTED, "In 3.1 the default delivery.max_retries is 5 [1].")
+    assert result.verdict == "wrong"
+    assert result.missing_facts == ("8",) and result.contradicted_facts == ("8 -> 5",)
+    assert result.token_recall > 0.7, "the words alone would have passed"
+
+
+def test_the_issue_examples_are_wrong():
+    assert score("delivery.max_retries is 8 in 3.1.", "3.1 still uses 5 [2].").verdict == "wrong"
+    wrong_page = score("ERR_TIMEOUT_502 means the endpoint's upstream returned 502 Bad Gateway.",
+                       "ERR_TIMEOUT_504 means the endpoint did not answer within delivery.timeout_ms [1].")
+    assert wrong_page.verdict == "wrong" and "err_timeout_502 -> err_timeout_504" in wrong_page.contradicted_facts
+
+
+def test_a_paraphrase_with_every_key_fact_is_correct():
+    result = score(EXPECTED, "Harbor Relay 3.1 retries a failed delivery up to 8 times by default "
+                             "(delivery.max_retries) [1].")
+    assert result.verdict == "correct" and result.missing_facts == ()
+
+
+def test_versions_and_numbers_match_only_whole():
+    assert key_facts("Since v3.1, up to 10000 ms") == ("3.1", "10000")
+    facts, missing, _ = fact_check("since 3.1", "in 3.10 and 1.3 [1]")
+    assert missing == ("3.1",)
+    assert fact_check("3.1", "v3.1 [1]")[1] == (), "a leading v does not make another version"
+    assert fact_check("status 502", "ERR_TIMEOUT_502 [1]")[1] == (), "a number inside an identifier is stated"
+
+
+def test_nli_contradiction_is_wrong_and_entailment_can_carry_a_paraphrase():
+    paraphrase = "Failed deliveries are retried eight times in 3.1 [1]."
+    assert score(EXPECTED, paraphrase, nli="contradiction").verdict == "wrong"
+    assert decide(0.3, ("3.1",), (), (), None, "entailment")[0] == "correct"
+    assert decide(0.3, ("3.1",), (), (), None, "neutral")[0] == "partly"
+
+
+def test_semantic_match_is_the_best_of_the_answer_and_its_sentences():
+    embedder = FakeEmbedder()
+    value = semantic_match(EXPECTED, f"Unrelated words here. {EXPECTED} [1]", embedder)
+    assert value is not None and np.isclose(value, 1.0, atol=1e-5)
+
+
+class _LabelNLI:
+    labels = ("contradiction", "entailment", "neutral")
+
+    def predict(self, pairs):
+        return np.array([[0.1, 0.7, 0.2]] * len(pairs))
+
+
+def test_score_case_gives_abstentions_no_verdict_and_answered_unanswerable_a_wrong_one():
+    from pipeline.trace import Trace
+
+    trace = Trace(question="q", answer="Up to 8 retries in 3.1 via delivery.max_retries [1].")
+    case = GoldenCase(id="c", question="q", answerable=True, expected_answer=EXPECTED)
+    assert score_case(case, trace, abstained=True) is None
+    scored = score_case(case, trace, abstained=False, embedder=FakeEmbedder(), nli_model=_LabelNLI())
+    assert scored.nli == "entailment" and scored.semantic is not None and scored.verdict == "correct"
+    assert score_case(case, trace, abstained=False, nli_status="unavailable").nli == "unavailable"
+    off_topic = GoldenCase(id="u", question="q", answerable=False)
+    assert score_case(off_topic, trace, abstained=False).verdict == "wrong"
+    assert nli_label("a", "b", _LabelNLI()) == "entailment"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200), st.text(max_size=300),
+       st.one_of(st.none(), st.floats(-1, 1)),
+       st.sampled_from(("off", "unavailable", "entailment", "neutral", "contradiction")))
+def test_scoring_arbitrary_strings_never_raises_and_gives_one_verdict(expected, answer, semantic, nli):
+    result = score(expected, answer, semantic=semantic, nli=nli)
+    assert result.verdict in VERDICTS
+    assert 0.0 <= result.token_recall <= 1.0 and 0.0 <= result.token_f1 <= 1.0
+    assert set(result.missing_facts) <= set(result.key_facts)
+
+
+def test_restating_the_question_earns_nothing():
+    question = "After going from 2.4 to 2.5 we see 503 ERR_QUEUE_FULL during nightly batch jobs. Bug?"
+    expected = "Not a defect: 2.5 raised delivery.timeout_ms from 10000 to 15000 ms, so bursts fill the queue sooner."
+    echo = "After upgrading from 2.4 to 2.5, some installations return 503 ERR_QUEUE_FULL during batch jobs [1]."
+    assert score(expected, echo, question=question).verdict == "wrong"
+    assert "2.5" not in score(expected, echo, question=question).key_facts
+    assert score(expected, echo).token_recall > score(expected, echo, question=question).token_recall
