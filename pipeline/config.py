@@ -14,6 +14,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
@@ -302,7 +303,8 @@ def _field_of(section_type: type, section: str, name: str) -> dataclasses.Field:
     if name not in names:
         near = difflib.get_close_matches(name, list(names), n=1)
         hint = f" (did you mean {section}.{near[0]}?)" if near else ""
-        raise ConfigError(f"unknown config key {section}.{name}{hint}; keys in {section}: {', '.join(names)}")
+        shown = name if name.isprintable() else repr(name)  # a key with a newline must not break the one line
+        raise ConfigError(f"unknown config key {section}.{shown}{hint}; keys in {section}: {', '.join(names)}")
     return names[name]
 
 
@@ -360,6 +362,8 @@ def _check_section(section_name: str, section: Any) -> None:
         if kind in ("int", "float"):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ConfigError(f"{key} must be a number; got {value!r}")
+            if not math.isfinite(value):  # NaN slips through every range check, infinity through open ones
+                raise ConfigError(f"{key} must be a finite number; got {value!r}")
             lo, hi = f.metadata["lo"], f.metadata["hi"]
             if (lo is not None and value < lo) or (hi is not None and value > hi):
                 raise ConfigError(f"{key} must be between {lo} and {hi}; got {value!r}")

@@ -310,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     debug = os.environ.get("WORKBENCH_DEBUG")
     try:
+        if getattr(args, "store", None) is not None and not args.store.strip():
+            raise CliError("--store is empty (an unset shell variable?); name the store directory, or leave --store "
+                           "out to use $WORKBENCH_HOME or .workbench")
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

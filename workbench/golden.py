@@ -136,7 +136,8 @@ def load_golden(path: str | Path) -> GoldenSet:
         raise GoldenError(f"golden file {path} not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise GoldenError(f"cannot read golden file {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    cases, problems = parse_lines(text.splitlines(), path.name)
+    # split on \n only: str.splitlines() also breaks at U+2028, U+0085 ..., which JSON allows raw inside a string
+    cases, problems = parse_lines([line.rstrip("\r") for line in text.split("\n")], path.name)
     if not cases:
         detail = f"; first problem: {problems[0]}" if problems else ""
         raise GoldenError(f"golden file {path} has no valid cases{detail}")

@@ -215,7 +215,8 @@ def build_document(meta: dict, body: str, source: str, fmt: str, default_id: str
 
 def parse_jsonl(text: str, source: str) -> tuple[list[Document], list[LoadProblem]]:
     documents, problems = [], []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    # split on \n only: str.splitlines() also breaks at U+2028, U+0085 ..., which JSON allows raw inside a string
+    for lineno, line in enumerate(text.split("\n"), start=1):
         where = f"{source}:{lineno}"
         if not line.strip():
             continue

@@ -1,6 +1,8 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.config import PROVISIONAL_KEYS, ConfigError, PipelineConfig, apply_overrides, get_value, tunables
 
@@ -84,3 +86,24 @@ def test_every_tunable_is_listed_with_help_for_the_app_sidebar():
     assert all(t.help for t in items)
     signal = next(t for t in items if t.key == "gate.signal")
     assert signal.type == "choice" and signal.choices == ("auto", "rerank", "fused", "dense", "fused_and_dense")
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+def test_a_config_file_with_nan_or_infinity_is_refused_like_set(value):
+    with pytest.raises(ConfigError, match="confidence_threshold_fused must be a finite number"):
+        PipelineConfig.from_json('{"gate": {"confidence_threshold_fused": ' + value + "}}")
+
+
+@given(st.recursive(st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=8),
+                    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=12), children,
+                                                                                      max_size=3), max_leaves=8))
+@settings(max_examples=300, deadline=None)
+def test_any_json_config_loads_or_is_one_config_error(data):
+    text = json.dumps({"gate": data}) if isinstance(data, dict) else json.dumps(data)
+    try:
+        cfg = PipelineConfig.from_json(text)
+    except ConfigError as exc:
+        assert "\n" not in str(exc)
+    else:
+        for section in cfg.to_dict().values():
+            assert all(v == v for v in section.values())  # no NaN got through

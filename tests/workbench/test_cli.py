@@ -192,3 +192,14 @@ def test_bad_tune_flags_are_one_line_and_exit_2(in_process, tiny_golden, tmp_pat
     main, calls = in_process
     assert main(["tune", str(tiny_golden), "--out", str(tmp_path / "t"), *args]) == 2
     assert capsys.readouterr().err.startswith(message) and calls == []
+
+
+@pytest.mark.parametrize("command", [["delete", "some-doc"], ["runs"], ["search", "webhook"], ["ingest", "golden/corpus"]])
+def test_an_empty_store_argument_is_an_error_not_the_default_store(command, tmp_path, monkeypatch, capsys):
+    from workbench.cli import main
+
+    monkeypatch.chdir(tmp_path)  # the default store would be ./.workbench
+    assert main([*command, "--store", ""]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --store is empty") and err.count("\n") == 1
+    assert not (tmp_path / ".workbench").exists(), "nothing touched the default store"

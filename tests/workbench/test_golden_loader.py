@@ -92,3 +92,13 @@ def test_cli_rejects_a_golden_file_with_no_valid_line_in_one_line(tmp_path):
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "Traceback" not in result.stderr
     assert "has no valid cases" in lines[0] and "line 1" in lines[0]
+
+
+def test_a_golden_line_with_a_raw_line_separator_inside_the_question_is_one_case(tmp_path):
+    cases = [{"id": f"c{i}", "question": f"What{sep} is the retry limit?", "history": [], "answerable": False,
+              "expected_doc_ids": [], "expected_answer": None, "tags": []}
+             for i, sep in enumerate(("\u2028", "\u0085"))]
+    path = tmp_path / "golden.jsonl"
+    path.write_text("\r\n".join(json.dumps(c, ensure_ascii=False) for c in cases) + "\n", encoding="utf-8")
+    golden = load_golden(path)
+    assert [c.id for c in golden.cases] == ["c0", "c1"] and not golden.problems

@@ -1,5 +1,6 @@
 """Loading documents: every format, and every kind of bad input as one clear problem line."""
 
+import json
 from pathlib import Path
 
 from pipeline.ingestion.documents import load_paths
@@ -133,3 +134,12 @@ def test_html_metadata_comes_from_meta_tags_and_front_matter_wins(tmp_path):
     assert problems == []
     assert [(d.doc_id, d.version, d.effective_date) for d in docs] == [
         ("config-storage", "3.1", "2025-11-03"), ("from-front-matter", "", "")]
+
+
+def test_a_jsonl_line_with_a_raw_line_separator_inside_a_string_is_one_document(tmp_path):
+    # JSON allows U+2028, U+2029 and U+0085 raw inside a string; str.splitlines() would cut the line there
+    lines = [json.dumps({"id": f"kb-{i}", "title": "T", "text": f"Before{sep}after."}, ensure_ascii=False)
+             for i, sep in enumerate(("\u2028", "\u2029", "\u0085", "\x1c"))]
+    write(tmp_path, "kb.jsonl", "\r\n".join(lines) + "\r\n")
+    docs, problems = load_paths([tmp_path])
+    assert [d.doc_id for d in docs] == ["kb-0", "kb-1", "kb-2", "kb-3"] and not problems
