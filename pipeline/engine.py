@@ -33,6 +33,8 @@ from pipeline.trace import GenerationTrace, Message, Trace
 from pipeline.validation import citations, trust
 
 MAX_QUESTION_CHARS = 2000
+MAX_HISTORY_TURNS = 100
+MAX_TURN_CHARS = 8000   # an earlier answer can be long; a turn is still not a document
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
@@ -54,14 +56,23 @@ def clean_question(question: str) -> str:
 
 
 def coerce_history(history: Sequence[Message | dict] | None) -> tuple[Message, ...]:
+    """The conversation as Messages, capped like the question: it is stored with every run and shown to the
+    rewriter, so an unbounded history would be an unbounded write."""
+    turns = list(history or ())
+    if len(turns) > MAX_HISTORY_TURNS:
+        raise QuestionError(f"the history has {len(turns):,} turns; the limit is {MAX_HISTORY_TURNS:,} — start a new "
+                            "conversation or pass only the recent turns")
     out = []
-    for turn in history or ():
+    for turn in turns:
         if isinstance(turn, Message):
             out.append(turn)
         elif isinstance(turn, dict) and isinstance(turn.get("content"), str):
             out.append(Message(role=str(turn.get("role", "user")), content=turn["content"]))
         else:
             raise QuestionError("history turns must be objects with 'role' and 'content'")
+        if len(out[-1].content) > MAX_TURN_CHARS:
+            raise QuestionError(f"history turn {len(out)} is {len(out[-1].content):,} characters long; the limit is "
+                                f"{MAX_TURN_CHARS:,} per turn")
     return tuple(out)
 
 

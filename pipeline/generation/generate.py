@@ -234,6 +234,10 @@ def _extractive(base: GenerationTrace, question: str, query: str, offered: Seque
     if reason:
         limitations = (f"The language model's answer could not be used ({reason}); this is the extractive "
                        f"fallback.",) + limitations
+    if not result.answer.strip():  # nothing quotable (one giant token, only markup): say so, never answer ""
+        return replace(base, status="abstained", backend="extractive", answer=ABSTENTION_MESSAGE, is_abstention=True,
+                       confidence="LOW", limitations=limitations, fallback_reason=reason or "the sources contain no "
+                       "quotable sentence")
     return replace(base, status=status, backend="extractive", answer=result.answer,
                    used_source_ids=result.used_source_ids, confidence=result.confidence,
                    limitations=limitations, fallback_reason=reason)

@@ -47,3 +47,23 @@ def test_the_rerank_early_stop_threshold_comes_from_the_gate_config_via_the_engi
     ignored = Pipeline(demo_store_fake, models, stop.with_overrides({"gate.signal": "fused"}),
                        log_runs=False).search(QUESTION)
     assert not ignored.rerank.early_stopped and "early stop not applied" in ignored.rerank.reason
+
+
+def test_history_is_capped_like_the_question_and_nothing_is_logged(demo_store_fake, models, tmp_path):
+    from pipeline.engine import MAX_HISTORY_TURNS, MAX_TURN_CHARS, QuestionError
+    from pipeline.storage.runs import RunLog
+
+    runs = RunLog(tmp_path / "runs.sqlite")
+    pipeline = Pipeline(demo_store_fake, models, PipelineConfig(), runs=runs)
+    too_many = [{"role": "user", "content": "hi"}] * (MAX_HISTORY_TURNS + 1)
+    too_long = [{"role": "user", "content": "x" * (MAX_TURN_CHARS + 1)}]
+    for history, message in ((too_many, "turns; the limit is"), (too_long, "characters long; the limit is")):
+        try:
+            pipeline.ask(QUESTION, history=history)
+        except QuestionError as exc:
+            assert message in str(exc) and "\n" not in str(exc)
+        else:
+            raise AssertionError("an oversized history was accepted")
+    assert runs.count() == 0
+    ok = pipeline.ask(QUESTION, history=[{"role": "user", "content": "x" * MAX_TURN_CHARS}] * MAX_HISTORY_TURNS)
+    assert len(ok.history) == MAX_HISTORY_TURNS and runs.count() == 1

@@ -432,3 +432,11 @@ def test_the_rewritten_query_is_shown_beside_the_users_words():
     task = llm.requests[0].messages[-1].content
     assert "standalone, rewritten from the conversation): what about the backoff? ERR_TIMEOUT_502" in task
     assert "The user's words: what about the backoff?" in task
+
+
+@pytest.mark.parametrize("text", ["x" * 300_000, "```\n```", "| a |\n|---|"])
+def test_sources_with_no_quotable_sentence_are_an_abstention_never_an_empty_answer(text):
+    junk = Candidate(chunk_id="junk#0", doc_id="junk", title="Junk", text=text)
+    trace = generate.run("What is in the junk file?", "", (junk,), GenerateConfig(), fake_models())
+    assert trace.answer == ABSTENTION_MESSAGE and trace.is_abstention and trace.status == "abstained"
+    assert "quotable" in trace.fallback_reason and trace.backend == "extractive"
