@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.config import ConfigError, PipelineConfig
-from pipeline.gate.rule import answers
 from pipeline.models.registry import Models, default_models
 from pipeline.storage.store import Store
 from pipeline.trace import Trace
@@ -96,7 +95,7 @@ def collect_traces(golden: GoldenSet, cfg: PipelineConfig, *, out: str | Path, t
 def by_tag(scores, tags: list[tuple[str, ...]], rule: str, thresholds: dict, cfg) -> dict:
     """Answer / false-answer rates per tag at one setting (which questions does it still get wrong?)."""
     fixed = {k: getattr(cfg, f) for k, f in FIELDS.items() if k not in thresholds}
-    answered = answers(scores.rerank, scores.fused, scores.dense, rule, **thresholds, **fixed)
+    answered = scores.answers(rule, **thresholds, **fixed)
     out = {}
     for tag in sorted({t for ts in tags for t in ts}):
         mask = np.array([tag in ts for ts in tags])

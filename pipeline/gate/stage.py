@@ -186,7 +186,8 @@ def decide(inputs: GateInputs, cfg: GateConfig) -> GateTrace:
     binding, chunk_id = min(checked, key=lambda pair: _relative_margin(pair[0]))
     answered = rule.answers(*score_arrays([inputs]), cfg.signal, cfg.confidence_threshold_rerank,
                             cfg.confidence_threshold_fused, cfg.confidence_threshold_dense)
-    decision = "answer" if answered[0] else "abstain"
+    abstain = not answered[0]
+    decision = "abstain" if abstain else "answer"
     if inputs.best_fused is None:
         why = inputs.no_retrieval_reason or f"no {scale} score"
     else:
@@ -194,8 +195,7 @@ def decide(inputs: GateInputs, cfg: GateConfig) -> GateTrace:
                            for c in conditions)
     closest_scale = "fused" if scale == "fused_and_dense" else scale
     closest = {"rerank": inputs.closest_rerank, "fused": inputs.closest_fused,
-               "dense": inputs.closest_dense}[closest_scale] if decision == "abstain" else ()
-    abstain = decision == "abstain"
+               "dense": inputs.closest_dense}[closest_scale] if abstain else ()
     score, threshold = binding.score, binding.threshold
     return GateTrace(
         status="ran", decision=decision, signal=cfg.signal, scale=scale, score=score, threshold=threshold,
