@@ -1,0 +1,87 @@
+"""Results files under ``benchmarks/results/``: what every generated section of BENCHMARKS.md is rendered from.
+
+A results file is JSON with a ``meta`` block saying when, where and under what load it was measured, from
+which commit, and with which model (:func:`run_meta`), plus whatever the benchmark measured. Benchmarks
+write one with :func:`write_results`; report sections read it with :func:`load_results`. Nothing in a
+document is typed by hand: ``make report`` renders the markdown from these files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = ROOT / "benchmarks" / "results"
+
+
+def git_commit() -> str:
+    """Short commit of the working tree, with ``+dirty`` when it has uncommitted changes to tracked files."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def machine() -> str:
+    """``x86_64, 2 CPUs, Linux 6.x, Python 3.11.7`` — enough to compare runs, nothing identifying."""
+    return (f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}")
+
+
+def load_average() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def run_meta(model: str, **extra) -> dict:
+    """The ``meta`` block: date (UTC), machine, load average now, commit, model, plus ``extra``.
+
+    Call it at the start of a run and put ``load_average()`` into ``meta["load_average_end"]`` at the end.
+    """
+    return {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
+            "load_average_start": load_average(), "git_commit": git_commit(), "model": model, **extra}
+
+
+def results_path(name: str) -> Path:
+    return RESULTS_DIR / f"{name}.json"
+
+
+def write_results(name: str, data: dict) -> Path:
+    """Write ``benchmarks/results/NAME.json`` (``data`` must carry a ``meta`` block from :func:`run_meta`)."""
+    if "meta" not in data:
+        raise ValueError(f"results {name!r} have no meta block (date, machine, load, commit, model)")
+    data["meta"].setdefault("load_average_end", load_average())
+    path = results_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+    return path
+
+
+def load_results(name: str) -> dict:
+    path = results_path(name)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path.relative_to(ROOT)} is missing: run the benchmark that writes it") from None
+
+
+def meta_line(meta: dict) -> str:
+    """One sentence for a section: when, where, under what load, which commit and model."""
+    start = meta.get("load_average_start") or []
+    end = meta.get("load_average_end") or []
+    load = ""
+    if start:
+        load = f", 1-min load average {start[0]:.1f}" + (f" at the start and {end[0]:.1f} at the end" if end else "")
+    return (f"Measured {meta['date']} on {meta['machine']}{load}; commit `{meta['git_commit']}`; "
+            f"model: {meta['model']}.")
