@@ -7,6 +7,9 @@ validator's passage vectors) and an ingest report (``documents``, ``chunks``, ``
 
 - ``documents.py``: the Document/Chunk types and the loaders (text normalised: invisible and look-alike
   characters, hidden HTML dropped); ``html.py``: HTML to Markdown.
+- ``files.py``: the folder walk (iterative; symlinks out of the folder refused), decoding by byte-order mark,
+  escaped file names; ``normalise.py``: invisible (Cf) and look-alike characters; ``markdown.py``: comments and
+  hidden raw HTML dropped from Markdown; ``css.py``: whether an HTML element is hidden.
 - ``chunking.py``: structure-aware chunking (headings, lists, tables and code kept whole).
 - ``supersede.py``: which chunks a newer version of the same document supersedes.
 - ``ingest.py``: the driver: load, chunk, embed in batches, write, supersede, repair a damaged index.

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pipeline.config import ChunkingConfig
 from pipeline.ingestion.documents import Chunk, Document
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+# An ATX heading; its text and closing #s are taken apart in :func:`_heading` (a pattern doing both backtracks
+# cubically on a long run of spaces).
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(\S.*)$")
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
@@ -63,7 +65,7 @@ def parse_blocks(body: str) -> list[Block]:
             continue
         heading = _HEADING.match(line)
         if heading:
-            blocks.append(Block("heading", heading.group(2).strip(), level=len(heading.group(1))))
+            blocks.append(Block("heading", _heading_text(heading.group(2)), level=len(heading.group(1))))
             i += 1
             continue
         if _TABLE_ROW.match(line) and i + 1 < len(lines) and _TABLE_SEP.match(lines[i + 1]):
@@ -102,6 +104,15 @@ def parse_blocks(body: str) -> list[Block]:
         blocks.append(Block("prose", " ".join(part.strip() for part in lines[i:j])))
         i = j
     return blocks
+
+
+def _heading_text(text: str) -> str:
+    """A heading's text without its optional closing sequence of #s (CommonMark: preceded by a space)."""
+    text = text.strip()
+    bare = text.rstrip("#")
+    if bare != text and (not bare or bare[-1] in " \t"):
+        text = bare.strip()
+    return text or "#"
 
 
 def split_sentences(text: str) -> list[str]:
@@ -172,26 +183,35 @@ def chunk_document(doc: Document, cfg: ChunkingConfig) -> list[Chunk]:
     path: list[tuple[int, str]] = []
     current: list[Block] = []
     current_path: tuple[str, ...] = ()
+    pending: tuple[int, str] | None = None  # a heading with no content under it yet
     for block in parse_blocks(doc.text):
         if block.kind == "heading":
             if block.level == 1 and block.text.strip() == doc.title.strip() and not path and not current:
                 continue  # the H1 that repeats the title is already the root of the heading path
+            if pending and pending[0] >= block.level:  # an empty section: its heading would leave the index
+                sections.append((current_path, [Block("prose", "#" * pending[0] + " " + pending[1])]))
             if block.level <= 2:
                 if current:
                     sections.append((current_path, current))
                 current = []
                 path = [(lvl, txt) for lvl, txt in path if lvl < block.level] + [(block.level, block.text)]
                 current_path = tuple(txt for _, txt in path)
+                pending = (block.level, block.text)
                 continue
             path = [(lvl, txt) for lvl, txt in path if lvl < block.level] + [(block.level, block.text)]
             if not current:
                 current_path = tuple(txt for _, txt in path)
+                pending = (block.level, block.text)
                 continue
             current.append(Block("prose", "#" * block.level + " " + block.text))  # sub-heading kept inline
+            pending = None
             continue
         current.append(block)
+        pending = None
     if current:
         sections.append((current_path, current))
+    elif pending:
+        sections.append((current_path, [Block("prose", "#" * pending[0] + " " + pending[1])]))
 
     chunks: list[Chunk] = []
     for heading_path, blocks in sections:

@@ -9,16 +9,17 @@ Formats (docs/ARCHITECTURE.md): Markdown/text/HTML with optional YAML front matt
 ``{"id", "title", "text", ...}``. HTML is converted to Markdown-like text: headings, paragraphs, lists, code
 and tables (as Markdown tables) survive; scripts, styles and hidden elements are dropped.
 
-Normalisation (:func:`normalise_text`, applied to the body, the title and string metadata). Documents are
-untrusted: a page can split "ig\u200bnore all previous instructions" with zero-width characters, reverse it
-on screen with bidi overrides (the "Trojan Source" trick), or spell it with Cyrillic look-alikes
-("Ign\u043ere"), so that neither a reader nor :func:`pipeline.generation.prompts.instruction_signals` sees what a
-model reads. So: control characters other than tab/newline, zero-width spaces, word joiners, soft
-hyphens, BOMs and bidi embedding/override/isolate controls are removed; zero-width (non-)joiners and
-direction marks only between two Latin letters (elsewhere they shape Persian or Indic text); full-width
-ASCII and mathematical alphanumeric letters become plain ASCII; and inside a word that mixes Latin letters
-with Cyrillic or Greek ones, the look-alike letters become their Latin twins (UTS #39's mixed-script
-test: no legitimate word mixes the two; an all-Cyrillic or all-Greek word is left alone).
+Robustness: no recursion, integer or time limit is reachable from a file. Folders are walked iteratively and
+symbolic links out of a folder are refused (:mod:`pipeline.ingestion.files`, which also decodes UTF-16/32 by
+their byte-order mark and escapes file names for problem lines and sources); front matter YAML that cannot be
+constructed (an impossible date, nesting too deep) is malformed front matter; a JSONL line nested too deeply is
+one problem naming its line, and an integer longer than Python converts is kept as its digits; and as a last
+resort any other failure while loading one file is a problem line for that file, never the batch's end.
+
+Hidden content: comments, link-reference "comments" and hidden raw HTML are removed from Markdown
+(:mod:`pipeline.ingestion.markdown`) as from HTML (:mod:`pipeline.ingestion.html`). Then :func:`normalise_text`
+(:mod:`pipeline.ingestion.normalise`) removes invisible format characters and folds look-alike letters in the
+body, the title and string metadata.
 """
 
 from __future__ import annotations
@@ -27,14 +28,19 @@ import datetime as dt
 import hashlib
 import json
 import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from pipeline.ingestion.files import decode_text, display_name, escape, walk
 from pipeline.ingestion.html import html_metadata, html_to_markdown
+from pipeline.ingestion.markdown import strip_hidden
+from pipeline.ingestion.normalise import normalise_text
+
+__all__ = ["Chunk", "Document", "LoadProblem", "SUPPORTED_SUFFIXES", "decode_text", "load_file", "load_paths",
+           "normalise_text", "parse_document", "parse_jsonl"]
 
 MAX_DOCUMENT_BYTES = 10 * 1024 * 1024
 SUPPORTED_SUFFIXES = {".md": "md", ".markdown": "md", ".txt": "txt", ".html": "html", ".htm": "html",
@@ -97,7 +103,8 @@ class LoadProblem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.source}: {self.message}"
+        """One printable line: a name or message with a newline or an ANSI escape cannot forge more lines."""
+        return f"{escape(self.source)}: {escape(self.message)}"
 
 
 def load_paths(paths: Iterable[str | Path]) -> tuple[list[Document], list[LoadProblem]]:
@@ -105,18 +112,22 @@ def load_paths(paths: Iterable[str | Path]) -> tuple[list[Document], list[LoadPr
     documents: list[Document] = []
     problems: list[LoadProblem] = []
     files: list[Path] = []
+    supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+            found, refused = walk(path)
+            problems.extend(LoadProblem(display_name(p), reason) for p, reason in refused)
             files.extend(p for p in found if p.suffix.lower() in SUPPORTED_SUFFIXES)
-            skipped = [p for p in found if p.suffix.lower() not in SUPPORTED_SUFFIXES]
-            problems.extend(LoadProblem(str(p), f"skipped: unsupported file type {p.suffix or '(none)'!r} "
-                                        f"(supported: {', '.join(sorted(SUPPORTED_SUFFIXES))})") for p in skipped)
+            problems.extend(LoadProblem(display_name(p), f"skipped: unsupported file type {_suffix(p)} "
+                                        f"(supported: {supported})")
+                            for p in found if p.suffix.lower() not in SUPPORTED_SUFFIXES)
         elif path.is_file():
             files.append(path)
+        elif path.exists():
+            problems.append(LoadProblem(display_name(path), "not a regular file or folder; skipped"))
         else:
-            problems.append(LoadProblem(str(path), "no such file or directory"))
+            problems.append(LoadProblem(display_name(path), "no such file or directory"))
     seen: dict[str, str] = {}
     for path in files:
         docs, file_problems = load_file(path)
@@ -131,11 +142,15 @@ def load_paths(paths: Iterable[str | Path]) -> tuple[list[Document], list[LoadPr
     return documents, problems
 
 
+def _suffix(path: Path) -> str:
+    return repr(escape(path.suffix)) if path.suffix else "'(none)'"
+
+
 def load_file(path: Path) -> tuple[list[Document], list[LoadProblem]]:
-    source = str(path)
+    source = display_name(path)
     fmt = SUPPORTED_SUFFIXES.get(path.suffix.lower())
     if fmt is None:
-        return [], [LoadProblem(source, f"unsupported file type {path.suffix or '(none)'!r} "
+        return [], [LoadProblem(source, f"unsupported file type {_suffix(path)} "
                                 f"(supported: {', '.join(sorted(SUPPORTED_SUFFIXES))})")]
     try:
         size = path.stat().st_size
@@ -145,25 +160,23 @@ def load_file(path: Path) -> tuple[list[Document], list[LoadProblem]]:
         raw = path.read_bytes()
     except OSError as exc:
         return [], [LoadProblem(source, f"cannot read file: {exc.strerror or exc}")]
+    try:
+        return _parse_file(raw, source, fmt, default_id=_slug(path.stem))
+    except Exception as exc:  # noqa: BLE001 — the last line of defence: one file never ends the batch
+        return [], [LoadProblem(source, f"could not be loaded ({type(exc).__name__}: {exc}); the rest of the batch "
+                                "was loaded — please report this file")]
+
+
+def _parse_file(raw: bytes, source: str, fmt: str, default_id: str) -> tuple[list[Document], list[LoadProblem]]:
     text, problem = decode_text(raw)
     if problem:
         return [], [LoadProblem(source, problem)]
+    if text.startswith("\ufeff"):
+        text = text[1:]
     if fmt == "jsonl":
         return parse_jsonl(text, source)
-    doc, problem = parse_document(text, source, fmt, default_id=_slug(path.stem))
+    doc, problem = parse_document(text, source, fmt, default_id=default_id)
     return ([doc] if doc else []), ([LoadProblem(source, problem)] if problem else [])
-
-
-def decode_text(raw: bytes) -> tuple[str, str]:
-    """UTF-8 text of a file, or ("", reason) when it is binary or in another encoding."""
-    if b"\x00" in raw[:8192]:
-        return "", "binary file (contains NUL bytes); only text formats can be ingested"
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        return "", (f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-                    "re-save the file as UTF-8")
-    return text, ""
 
 
 def parse_document(text: str, source: str, fmt: str, default_id: str) -> tuple[Document | None, str]:
@@ -177,7 +190,14 @@ def parse_document(text: str, source: str, fmt: str, default_id: str) -> tuple[D
         except yaml.YAMLError as exc:
             where = getattr(exc, "problem_mark", None)
             at = f" at line {where.line + 2}" if where is not None else ""
-            return None, f"malformed front matter{at}: {getattr(exc, 'problem', None) or exc}"
+            reason = " ".join(str(getattr(exc, "problem", None) or exc).split())  # PyYAML's own text spans lines
+            return None, f"malformed front matter{at}: {reason}"
+        except RecursionError:
+            return None, "malformed front matter: nested too deeply"
+        except (ValueError, OverflowError, TypeError) as exc:  # a date that does not exist, a number too long
+            reason = " ".join(str(exc).split())
+            return None, (f"malformed front matter: {reason} — quote the value to keep it as text, or write a date "
+                          "as YYYY-MM-DD")
         if loaded is not None and not isinstance(loaded, dict):
             return None, "malformed front matter: expected 'key: value' lines between the --- markers"
         meta = loaded or {}
@@ -185,7 +205,9 @@ def parse_document(text: str, source: str, fmt: str, default_id: str) -> tuple[D
     elif text.startswith("---\n") and fmt == "md":
         return None, "malformed front matter: opening --- has no closing --- line"
     title = ""
-    if fmt == "html":
+    if fmt == "md":
+        body = strip_hidden(body)
+    elif fmt == "html":
         meta = {**html_metadata(body), **meta}
         body, html_title = html_to_markdown(body)
         title = html_title
@@ -202,9 +224,13 @@ def build_document(meta: dict, body: str, source: str, fmt: str, default_id: str
     metadata, problem = _clean_metadata(meta)
     if problem:
         return None, problem
-    doc_id = str(meta.get("id") or default_id).strip()
+    raw_id = meta.get("id") or default_id
+    if not isinstance(raw_id, (str, int, float)):
+        return None, f"invalid id: expected a string, got {type(raw_id).__name__}"
+    doc_id = str(raw_id).strip()
     if not _ID_OK.match(doc_id):
-        return None, f"invalid id {doc_id!r}: use letters, digits, '.', '_' or '-' (at most 200 characters)"
+        shown = doc_id if len(doc_id) <= 80 else doc_id[:60] + f"... ({len(doc_id)} characters)"
+        return None, f"invalid id {shown!r}: use letters, digits, '.', '_' or '-' (at most 200 characters)"
     body = _normalise(body)
     if not body.strip():
         return None, "empty document (no text after the front matter); nothing to index"
@@ -214,29 +240,17 @@ def build_document(meta: dict, body: str, source: str, fmt: str, default_id: str
 
 
 def parse_jsonl(text: str, source: str) -> tuple[list[Document], list[LoadProblem]]:
+    """One document per line; a bad line is one problem naming ``source:line`` and the other lines still load."""
     documents, problems = [], []
     # split on \n only: str.splitlines() also breaks at U+2028, U+0085 ..., which JSON allows raw inside a string
     for lineno, line in enumerate(text.split("\n"), start=1):
-        where = f"{source}:{lineno}"
         if not line.strip():
             continue
+        where = f"{source}:{lineno}"
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(LoadProblem(where, f"not valid JSON: {exc.msg} (column {exc.colno})"))
-            continue
-        if not isinstance(obj, dict):
-            problems.append(LoadProblem(where, "expected a JSON object with id, title and text"))
-            continue
-        missing = [key for key in ("id", "text") if not obj.get(key)]
-        if missing:
-            problems.append(LoadProblem(where, f"missing required field(s): {', '.join(missing)}"))
-            continue
-        if not isinstance(obj["text"], str):
-            problems.append(LoadProblem(where, "field 'text' must be a string"))
-            continue
-        meta = {k: v for k, v in obj.items() if k != "text"}
-        doc, problem = build_document(meta, obj["text"], where, "jsonl", default_id=str(obj["id"]))
+            doc, problem = _jsonl_record(line, where)
+        except Exception as exc:  # noqa: BLE001 — one line never ends the file
+            doc, problem = None, f"could not be loaded ({type(exc).__name__}: {exc}); please report this line"
         if problem:
             problems.append(LoadProblem(where, problem))
         elif doc:
@@ -244,11 +258,37 @@ def parse_jsonl(text: str, source: str) -> tuple[list[Document], list[LoadProble
     return documents, problems
 
 
+def _jsonl_record(line: str, where: str) -> tuple[Document | None, str]:
+    try:
+        obj = json.loads(line, parse_int=_parse_int)
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON: {exc.msg} (column {exc.colno})"
+    except RecursionError:
+        return None, "not loaded: JSON nested too deeply"
+    if not isinstance(obj, dict):
+        return None, "expected a JSON object with id, title and text"
+    missing = [key for key in ("id", "text") if not obj.get(key)]
+    if missing:
+        return None, f"missing required field(s): {', '.join(missing)}"
+    if not isinstance(obj["text"], str):
+        return None, "field 'text' must be a string"
+    meta = {k: v for k, v in obj.items() if k != "text"}
+    return build_document(meta, obj["text"], where, "jsonl", default_id="")
+
+
+def _parse_int(digits: str) -> int | str:
+    """An integer, or its digits when Python will not convert one that long (``sys.set_int_max_str_digits``)."""
+    try:
+        return int(digits)
+    except ValueError:
+        return digits
+
+
 def _clean_metadata(meta: dict) -> tuple[dict[str, str], str]:
     """Front matter as strings; dates as ISO dates. Returns (metadata, problem)."""
     out: dict[str, str] = {}
     for key, value in meta.items():
-        key = str(key)
+        key = normalise_text(str(key))
         if key == "id" or value is None:
             continue
         if key == "effective_date":
@@ -278,42 +318,8 @@ def _parse_date(value) -> tuple[str, str]:
         return "", f"effective_date {value!r} is not a date; use YYYY-MM-DD"
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u00ad\u180e\u200b\u2060-\u2064\ufeff"
-                      r"\u202a-\u202e\u2066-\u2069]")
-_LATIN_JOINER = re.compile(r"(?<=[A-Za-z])[\u200c-\u200f]+(?=[A-Za-z])")
-_WIDE = re.compile(r"[\uff01-\uff5e\U0001d400-\U0001d7ff]")
-_WORD = re.compile(r"[^\W\d_]+")
-# Cyrillic and Greek letters that render like a Latin letter (after Unicode's confusables.txt).
-_LOOKALIKES = str.maketrans(
-    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u04bb\u043a"
-    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0423\u0406\u0408\u0405"
-    "\u03b1\u03bf\u03bd\u03b9\u03ba\u03c1\u03c5\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f"
-    "\u03a1\u03a4\u03a5\u03a7",
-    "aeopcyxijsdhk"
-    "ABEKMHOPCTXYIJS"
-    "aovikpuABEZHIKMNO"
-    "PTYX")
-
-
-def _fold_word(match: re.Match) -> str:
-    word = match.group(0)
-    folded = word.translate(_LOOKALIKES)
-    if folded == word or not any("a" <= ch.lower() <= "z" for ch in word):
-        return word  # no look-alike, or no Latin letter: an ordinary Cyrillic or Greek word
-    return folded
-
-
-def normalise_text(text: str) -> str:
-    """Remove invisible format characters and fold look-alike letters (see the module docstring)."""
-    text = _CONTROL.sub("", text)
-    text = _LATIN_JOINER.sub("", text)
-    text = _WIDE.sub(lambda m: unicodedata.normalize("NFKC", m.group(0)), text)
-    return _WORD.sub(_fold_word, text)
-
-
 def _normalise(text: str) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    # Control characters other than tab/newline carry no meaning and break tokenisers and terminals.
     return normalise_text(text).strip("\n")
 
 

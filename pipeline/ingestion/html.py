@@ -6,11 +6,13 @@ table (the first row is the header; pipes in cells are escaped), so the chunker 
 repeat their header when it has to split one by rows. ``<script>``, ``<style>``, ``<noscript>``,
 ``<template>``, ``<iframe>``, comments, CDATA sections, processing instructions, the doctype and hidden
 elements are removed: text a reader of the page never sees should not become a source the answer can quote
-(a page can hide "ignore all previous instructions" from its human readers in any of these). Hidden means
-the ``hidden`` attribute, ``aria-hidden="true"``, ``<input type="hidden">``, or an inline style that makes
-the text invisible: ``display:none``, ``visibility:hidden|collapse``, ``opacity:0``, ``font-size:0``, the
-same colour as its background, or positioned far off-screen (a left/top/right offset of -999px or more).
-Stylesheet classes are not evaluated.
+(a page can hide "ignore all previous instructions" from its human readers in any of these). What counts as
+hidden — attributes, inline styles, hiding classes and the simple rules of the page's ``<style>`` blocks, text
+the colour of the background behind it — is :mod:`pipeline.ingestion.css`'s rule.
+
+Nesting: the conversion recurses once per element level, so an element nested deeper than
+:data:`MAX_DEPTH` has its content flattened to plain text (words kept, structure below that depth dropped):
+a page nested a thousand levels deep is ingested instead of reaching Python's recursion limit.
 """
 
 from __future__ import annotations
@@ -20,13 +22,11 @@ import re
 from bs4 import BeautifulSoup, NavigableString, Tag
 from bs4.element import CData, Comment, Declaration, Doctype, ProcessingInstruction
 
+from pipeline.ingestion import css
+
+MAX_DEPTH = 100
 _DROP = ("script", "style", "noscript", "template", "iframe", "object", "embed", "svg", "head")
 _NOT_TEXT = (Comment, CData, ProcessingInstruction, Declaration, Doctype)
-_HIDDEN_STYLE = re.compile(
-    r"display\s*:\s*none|visibility\s*:\s*(hidden|collapse)|(?<![\w-])opacity\s*:\s*0*\.?0+\s*(%|;|$|!)"
-    r"|font-size\s*:\s*0*\.?0+\s*(px|pt|em|rem|%)?\s*(;|$|!)"
-    r"|(?<![\w-])(left|top|right|text-indent|margin-left)\s*:\s*-\s*\d{4,}", re.IGNORECASE)
-_COLOUR = re.compile(r"(?<![\w-])(color|background-color|background)\s*:\s*([^;!]+)", re.IGNORECASE)
 _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "figure",
            "figcaption", "details", "summary", "form", "fieldset", "address", "body", "html", "dl", "dd", "dt"}
 
@@ -50,12 +50,14 @@ def html_to_markdown(html: str) -> tuple[str, str]:
     soup = BeautifulSoup(html, "html.parser")
     title_tag = soup.find("title")
     title = title_tag.get_text(" ", strip=True) if title_tag else ""
+    rules = [rule for style in soup.find_all("style") for rule in css.stylesheet_rules(style.get_text())]
     for tag in soup.find_all(_DROP):
         tag.decompose()
     for node in soup.find_all(string=lambda text: isinstance(text, _NOT_TEXT)):
         node.extract()
-    for tag in soup.find_all(_is_hidden):
+    for tag in soup.find_all(lambda t: _is_hidden(t, rules)):
         tag.decompose()
+    _flatten_deep(soup, MAX_DEPTH)
     if not title:
         h1 = soup.find("h1")
         title = h1.get_text(" ", strip=True) if h1 else ""
@@ -65,19 +67,74 @@ def html_to_markdown(html: str) -> tuple[str, str]:
     return re.sub(r"\n{3,}", "\n\n", text).strip(), title
 
 
-def _is_hidden(tag: Tag) -> bool:
-    if not isinstance(tag, Tag) or tag.attrs is None:
+def _is_hidden(tag: Tag, rules: list[css.Rule]) -> bool:
+    if not isinstance(tag, Tag) or tag.attrs is None or tag.decomposed:
         return False
-    if tag.has_attr("hidden") or str(tag.get("aria-hidden", "")).lower() == "true":
+    if tag.has_attr("hidden") or str(tag.get("aria-hidden", "")).strip().lower() == "true":
         return True
     if tag.name == "input" and str(tag.get("type", "")).lower() == "hidden":
         return True
-    style = str(tag.get("style", ""))
-    if _HIDDEN_STYLE.search(style):
+    if tag.name == "dialog" and not tag.has_attr("open"):
         return True
-    colours = {m.group(1).lower(): "".join(m.group(2).lower().split()) for m in _COLOUR.finditer(style)}
-    background = colours.get("background-color") or colours.get("background")
-    return bool(colours.get("color")) and colours.get("color") == background
+    classes = _classes(tag)
+    matched = css.matching(rules, tag.name, str(tag.get("id", "")), classes) if rules else []
+    if css.hiding_class(classes) or any(rule.reason for rule in matched):
+        return True
+    decls = _declarations(tag, matched)
+    return bool(css.hiding_declaration(decls, _background_behind(tag, rules) if "color" in decls else None))
+
+
+def _classes(tag: Tag) -> frozenset[str]:
+    value = tag.get("class") or []
+    return frozenset(value.split() if isinstance(value, str) else value)
+
+
+def _declarations(tag: Tag, matched: list[css.Rule]) -> dict[str, str]:
+    """The inline style, with the legacy ``<font color>`` and ``bgcolor`` attributes as declarations."""
+    decls = css.declarations(str(tag.get("style", "")))
+    if tag.name == "font" and tag.get("color") and "color" not in decls:
+        decls["color"] = str(tag["color"]).strip().lower()
+    if tag.get("bgcolor") and "background-color" not in decls and "background" not in decls:
+        decls["background-color"] = str(tag["bgcolor"]).strip().lower()
+    background = next((r.background for r in reversed(matched) if r.background), "")
+    if background and "background-color" not in decls and "background" not in decls:
+        decls["background"] = background
+    colour = next((r.colour for r in reversed(matched) if r.colour), "")
+    if colour and "color" not in decls:
+        decls["color"] = colour
+    return decls
+
+
+def _background_behind(tag: Tag, rules: list[css.Rule]) -> tuple | None:
+    """The opaque background colour of the nearest ancestor that sets one (inline, bgcolor or a simple rule)."""
+    for parent in tag.parents:
+        if not isinstance(parent, Tag) or parent.attrs is None:
+            continue
+        matched = css.matching(rules, parent.name, str(parent.get("id", "")), _classes(parent)) if rules else []
+        decls = _declarations(parent, matched)
+        for key in ("background-color", "background"):
+            for token in decls.get(key, "").split():
+                found = css.colour(token)
+                if found is not None:
+                    return found if found[3] > 0.99 else None
+    return None
+
+
+def _flatten_deep(soup: BeautifulSoup, limit: int) -> None:
+    """Replace the content of every element at depth ``limit`` that has child elements by its words."""
+    depth: dict[int, int] = {id(soup): 0}
+    deepest: list[Tag] = []
+    for node in soup.descendants:
+        if not isinstance(node, Tag):
+            continue
+        level = depth.get(id(node.parent), 0) + 1
+        depth[id(node)] = level
+        if level == limit and any(isinstance(child, Tag) for child in node.children):
+            deepest.append(node)
+    for node in deepest:
+        words = " ".join(node.get_text(" ").split())
+        node.clear()
+        node.append(NavigableString(words))
 
 
 def _inline(node) -> str:

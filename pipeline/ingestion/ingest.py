@@ -120,13 +120,12 @@ def _ingest_documents(store: Store, documents: list[Document], cfg: PipelineConf
     changed = [d for d in live_docs if force or d.doc_id not in existing
                or existing[d.doc_id].content_hash != d.content_hash]
     unchanged = len(live_docs) - len(changed)
-    changed_ids = {d.doc_id for d in changed}
-    if changed or retracted:
+    prepared, problems = _prepare(changed, cfg, list(problems or []))  # before anything is written
+    changed_ids = {p.doc.doc_id for p in prepared}
+    failed = {d.doc_id for d in changed} - changed_ids
+    live_docs = [d for d in live_docs if d.doc_id not in failed]
+    if prepared or retracted:
         store.set_meta(pending="1")  # cleared below; if the process dies, the next open repairs
-
-    prepared = [_Prepared(doc, chunk_document(doc, cfg.chunking)) for doc in changed]
-    for p in prepared:
-        p.terms = [tokenize(c.indexed_text) for c in p.chunks]
 
     # The average chunk length after this run: stored chunks of untouched documents plus the new ones.
     replaced = {p.doc.doc_id for p in prepared} | set(retracted)
@@ -172,6 +171,20 @@ def _ingest_documents(store: Store, documents: list[Document], cfg: PipelineConf
         embedded=len(texts), deleted=len(retracted), corpus_version=store.corpus_version, added=tuple(added),
         updated=tuple(updated), unchanged=unchanged, retracted=tuple(retracted), superseded_chunks=superseded,
         problems=tuple(str(p) for p in (problems or [])), notes=tuple(notes))
+
+
+def _prepare(documents: list[Document], cfg: PipelineConfig,
+             problems: list[LoadProblem]) -> tuple[list[_Prepared], list[LoadProblem]]:
+    """Chunk and tokenize each document before any embedding; one that fails is a problem, not the run's end."""
+    prepared = []
+    for doc in documents:
+        try:
+            chunks = chunk_document(doc, cfg.chunking)
+            prepared.append(_Prepared(doc, chunks, [tokenize(c.indexed_text) for c in chunks]))
+        except Exception as exc:  # noqa: BLE001 — one document never sinks the batch
+            problems.append(LoadProblem(doc.source, f"could not be chunked ({type(exc).__name__}: {exc}); skipped "
+                                        "— please report this document"))
+    return prepared, problems
 
 
 def delete_document(store: Store, doc_id: str) -> int:

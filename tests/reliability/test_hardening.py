@@ -71,8 +71,8 @@ def test_text_no_reader_of_the_page_sees_is_not_ingested(hidden):
                                    "color:#333;background:#fff", "opacity: 0.05", "font-size: 0.5rem"])
 def test_visible_text_with_styles_is_kept(style):
     text, _ = html_to_markdown(f'<html><body><p><span style="{style}">Faded, small or nudged, but seen.</span></p>'
-                               f'<p class="hidden-on-mobile">Class names are not evaluated.</p></body></html>')
-    assert "Faded, small or nudged, but seen." in text and "Class names are not evaluated." in text
+                               f'<p class="hidden-on-mobile">A class that only sounds hidden.</p></body></html>')
+    assert "Faded, small or nudged, but seen." in text and "A class that only sounds hidden." in text
 
 
 # -- the trust rule for cited sources that talk to AI models (pipeline/validation/trust.py) ----------------------------

@@ -73,7 +73,7 @@ def test_bad_files_are_reported_one_line_each_and_the_rest_ingested(tmp_path):
 def test_all_bad_input_exits_non_zero(tmp_path):
     (tmp_path / "empty.md").write_text("   \n")
     result = workbench("ingest", str(tmp_path / "empty.md"), "--store", str(tmp_path / "s"))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "empty document" in result.stderr and "Traceback" not in result.stderr
 
 

@@ -78,3 +78,16 @@ def test_blocks_are_recognised():
 def test_chunk_ids_are_stable_and_ordered():
     chunks = chunk_document(doc("## A\n\none\n\n## B\n\ntwo"), ChunkingConfig())
     assert [c.chunk_id for c in chunks] == ["d#0", "d#1"]
+
+
+def test_a_heading_with_nothing_under_it_stays_searchable():
+    text = "## Contact\n## Retries\n\nRetries back off.\n\n## See also ERR_TIMEOUT_502"
+    chunks = chunk_document(doc(text), ChunkingConfig(max_tokens=200))
+    indexed = " ".join(c.indexed_text for c in chunks)
+    assert "Contact" in indexed and "ERR_TIMEOUT_502" in indexed and "Retries back off." in indexed
+    assert chunk_document(doc("## Only a heading"), ChunkingConfig()) != []
+
+
+def test_a_heading_keeps_a_closing_hash_that_is_part_of_a_word():
+    blocks = parse_blocks("## Using C#\n\n## Retries ##\n\n#  \t")
+    assert [(b.kind, b.text) for b in blocks[:2]] == [("heading", "Using C#"), ("heading", "Retries")]

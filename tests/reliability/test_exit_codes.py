@@ -1,0 +1,98 @@
+"""One exit-code rule for bad input (issue 14): every command exits 2 with one ``error:`` line (``problem:``
+lines for ingest) for anything the user can fix, never 1 and never a traceback; 1 is left for internal
+errors. Each case below exited 1 ("internal error") or 2 depending on the path before the rule was one.
+
+The commands run in-process (``workbench.cli.main``) against a small store built with the fake models: every
+bad input here is refused before a model is needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import PipelineConfig
+from pipeline.ingestion.ingest import ingest_paths
+from pipeline.storage.store import Store
+from pipeline.testing import fake_models
+from workbench.cli import main
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("exit-codes")
+    (root / "corpus").mkdir()
+    (root / "corpus" / "a.md").write_text("---\nid: a\n---\nThe default timeout is 30 seconds.\n", encoding="utf-8")
+    with Store.open(root / "store") as store:
+        ingest_paths(store, [root / "corpus"], PipelineConfig(), fake_models(), progress=False)
+    (root / "bad").mkdir()
+    (root / "bad" / "empty.md").write_text("", encoding="utf-8")
+    (root / "bad" / "date.md").write_text("---\nid: d\ndate: 2024-13-45\n---\nBody.\n", encoding="utf-8")
+    (root / "not-utf8.json").write_bytes(b"\xff\xfe{")
+    (root / "deep.json").write_text(DEEP, encoding="utf-8")
+    (root / "bigint.json").write_text("[" + "9" * 5000 + "]", encoding="utf-8")
+    (root / "a-file").write_text("not a folder\n", encoding="utf-8")
+    (root / "golden.jsonl").write_text('{"id": "g1", "question": "What is the timeout?", "answerable": false}\n',
+                                       encoding="utf-8")
+    (root / "deep-golden.jsonl").write_text('{"id": "g1", "question": "What is the timeout?", "answerable": false}\n'
+                                            + DEEP + "\n", encoding="utf-8")
+    return {"root": str(root), "store": str(root / "store")}
+
+
+CASES = [
+    pytest.param(["ingest", "{root}/bad"], "problem: ", id="ingest-nothing-usable"),
+    pytest.param(["ingest", "{root}/corpus", "--config", "{root}/not-utf8.json"], "not UTF-8",
+                 id="ingest-config-not-utf8"),
+    pytest.param(["search", "timeout", "--config", "{root}/deep.json"], "nested too deeply", id="search-config-deep"),
+    pytest.param(["search", "timeout", "--history", "{root}/deep.json"], "nested too deeply",
+                 id="search-history-deep"),
+    pytest.param(["ask", "What is the timeout?", "--history", "{root}/not-utf8.json"], "not UTF-8",
+                 id="ask-history-not-utf8"),
+    pytest.param(["ask", "What is the timeout?", "--history", "{root}/bigint.json"], "not valid JSON",
+                 id="ask-history-5000-digit-number"),
+    pytest.param(["eval", "{root}/deep-golden.jsonl", "--no-nli"], "nested too deeply", id="eval-golden-deep-line"),
+    pytest.param(["tune", "{root}/golden.jsonl", "--traces", "{root}/deep.json", "--out", "{root}/tune"],
+                 "nested too deeply", id="tune-traces-deep"),
+    pytest.param(["runs", "--store", "{root}/a-file"], "a-file", id="runs-store-is-a-file"),
+    pytest.param(["docs", "--store", "{root}/a-file"], "a-file", id="docs-store-is-a-file"),
+    pytest.param(["delete", "no-such-doc"], "no document with id", id="delete-unknown-id"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), CASES)
+def test_bad_input_exits_2_with_one_line_in_every_command(inputs, capsys, args, message):
+    args = [a.format(**inputs) for a in args]
+    if "--store" not in args:
+        args += ["--store", inputs["store"]]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("note: ")]
+    assert "Traceback" not in err and "internal error" not in err, err
+    assert message in err, err
+    if args[0] == "ingest" and message == "problem: ":
+        assert len(lines) == 2 and all(line.startswith("problem: ") for line in lines), err
+    else:
+        assert len(lines) == 1 and lines[0].startswith("error: "), err
+
+
+def test_a_partly_bad_batch_is_ingested_and_exits_0(inputs, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("pipeline.models.registry.default_models", fake_models)
+    folder = Path(inputs["root"]) / "bad"
+    (tmp_path / "good.md").write_text("---\nid: good\n---\nRetries back off exponentially.\n", encoding="utf-8")
+    assert main(["ingest", str(folder), str(tmp_path / "good.md"), "--store", str(tmp_path / "s"),
+                 "--set", "ingest.passage_vectors=false", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert sum(line.startswith("problem: ") for line in err.splitlines()) == 2
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param(["delete", "evil\nerror: forged\x1b[31m"], id="in-a-value"),
+    pytest.param(["search", "timeout", "--config", "{root}/evil\nerror: forged\x1b[31m.json"], id="in-a-path"),
+])
+def test_an_error_line_cannot_be_split_or_coloured_by_the_input(inputs, capsys, args):
+    assert main([a.format(**inputs) for a in args] + ["--store", inputs["store"]]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "\x1b" not in line and "evil\\nerror: forged\\x1b[31m" in line
