@@ -9,6 +9,13 @@ one place stage latencies are measured: ``Trace.timings_ms`` and each record's `
 calls, computes what one stage needs from another's config (:func:`rerank_stop_at`) and collects every
 degradation into one list. The gate runs before any generation: an
 abstention returns the fixed sentence and the closest documents with zero LLM calls after the rewrite.
+
+The side stores never cost an answer. The answer cache is disposable: a cache that is locked, damaged or
+cannot be opened (:class:`~pipeline.storage.cache.CacheUnavailable`) is bypassed and the reason recorded as a
+degradation. The run log is durable: a run it cannot take now is spooled beside it and written later
+(:meth:`~pipeline.storage.runs.RunLog.record_or_spool`), the trace saying so. Only a clean answer is cached
+(:func:`~pipeline.storage.cache.why_not_cacheable`: nothing flagged, no degradation), and an answer served from
+the cache has its degradations recomputed from what it holds, so a flag travels with it.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from pipeline.gate import stage as gate
 from pipeline.generation import generate, rewrite
 from pipeline.models.registry import Models, default_models
 from pipeline.retrieval import rerank, retrieve
-from pipeline.storage.cache import AnswerCache, cache_key
+from pipeline.storage.cache import AnswerCache, CacheUnavailable, cache_key, why_not_cacheable
 from pipeline.storage.runs import RunLog
 from pipeline.storage.store import Store
 from pipeline.trace import GenerationTrace, Message, Trace
@@ -120,15 +127,16 @@ class Pipeline:
         rw = timed("rewrite", rewrite.run, question, turns, cfg.rewrite, ctx)
         query = rw.query or question
 
-        key = cache_key(query, base.corpus_version, base.config_hash)
+        key = cache_key(query, base.corpus_version, base.config_hash, getattr(self.store, "catalogue_id", ""))
+        side: list[str] = []   # what the side stores could not do for this run
         if generate_answer and cfg.cache.enabled:
-            cached = timed("cache", self.cache.get, key)
+            cached = timed("cache", self._cache_get, key, side)
             if cached is not None:
                 trace = dataclasses.replace(
                     cached, question=question, history=turns, rewrite=rw, cache_hit=True, llm_calls=rw.llm_calls,
                     llm_calls_saved=0, run_id=base.run_id, created_at=base.created_at,
                     timings_ms={**timings, "total": round((time.perf_counter() - started) * 1000, 3)})
-                return self._log(trace)
+                return self._log(dataclasses.replace(trace, degradations=_degradations(trace)))
 
         ret = timed("retrieve", retrieve.run, query, cfg.retrieve, ctx)
         rr = timed("rerank", rerank.run, query, ret, cfg.rerank, ctx, rerank_stop_at(cfg.gate))
@@ -152,16 +160,36 @@ class Pipeline:
         llm_calls = rw.llm_calls + trace.generation.llm_calls
         timings["total"] = round((time.perf_counter() - started) * 1000, 3)
         trace = dataclasses.replace(trace, llm_calls=llm_calls, timings_ms=timings,
-                                    degradations=_degradations(trace))
+                                    degradations=_degradations(trace) + tuple(side))
         # Not while this process is writing: later commits of the same run keep the version this answer saw.
         if generate_answer and cfg.cache.enabled and not getattr(self.store, "write_in_progress", False):
-            self.cache.put(key, trace)
+            trace = self._cache_put(key, trace)
         return self._log(trace) if generate_answer else trace
 
-    def _log(self, trace: Trace) -> Trace:
-        if self.runs is not None:
-            self.runs.record(trace)
+    # -- the side stores: never cost an answer ------------------------------------------------------------
+    def _cache_get(self, key: str, side: list[str]) -> Trace | None:
+        try:
+            return self.cache.get(key)
+        except CacheUnavailable as exc:
+            side.append(str(exc))
+            return None
+
+    def _cache_put(self, key: str, trace: Trace) -> Trace:
+        """Cache ``trace`` if it is clean (the one rule: :func:`why_not_cacheable`); an unusable cache is a
+        degradation of this run, never an error."""
+        if why_not_cacheable(trace):
+            return trace
+        try:
+            self.cache.put(key, trace)
+        except CacheUnavailable as exc:
+            return dataclasses.replace(trace, degradations=(*trace.degradations, str(exc)))
         return trace
+
+    def _log(self, trace: Trace) -> Trace:
+        """Record the run; a run log that cannot take it now spools it (the returned trace says so)."""
+        if self.runs is None:
+            return trace
+        return self.runs.record_or_spool(trace)
 
 
 def rerank_stop_at(gate: GateConfig) -> float | None:

@@ -7,10 +7,17 @@ the IDF the store reports) and ``passage_vectors`` (per chunk, the vectors the c
 claims with, :mod:`pipeline.validation.citations`; rows live and die with their chunk).
 
 The schema goes through numbered migrations (:mod:`pipeline.storage.sqlite`): ``m001_catalogue`` is the
-first release's tables, ``m002_passage_vectors`` the table added with stored passage vectors. A catalogue
+first release's tables, ``m002_passage_vectors`` the table added with stored passage vectors,
+``m003_catalogue_id`` a random id in ``meta`` that names this catalogue (the answer cache keys on it, so a
+catalogue lost and rebuilt, whose corpus version counts from zero again, never meets an old answer). A catalogue
 written by release 0.1, which created its tables with ``CREATE TABLE IF NOT EXISTS`` and kept no migration
 record, is adopted on open: the migrations whose tables it already holds are recorded as applied, the
 rest run, and no row is touched.
+
+A file that cannot be used (not a database, damaged, locked for longer than the busy timeout, a directory
+in its place) is refused on open with a :class:`~pipeline.storage.sqlite.StoreError` naming the file and
+what to do; :meth:`Catalogue.open` reads the meta table and counts the chunks first, so a truncated file is
+caught there and not in the middle of a search.
 
 This module only reads and writes rows; the order of index and catalogue writes that keeps a crash
 harmless is :class:`pipeline.storage.store.Store`'s. The BM25 arithmetic is :mod:`pipeline.retrieval.bm25`'s;
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,7 +39,15 @@ import numpy as np
 
 from pipeline.ingestion.documents import Chunk, Document
 from pipeline.retrieval.bm25 import df_deltas
-from pipeline.storage.sqlite import applied_migrations, apply_migrations, connect, table_exists, transaction
+from pipeline.storage.sqlite import (
+    DatabaseUnusable,
+    applied_migrations,
+    apply_migrations,
+    connect,
+    error_kind,
+    table_exists,
+    transaction,
+)
 
 # -- migrations (append only) ----------------------------------------------------------------------------
 
@@ -61,7 +77,12 @@ def m002_passage_vectors(db: sqlite3.Connection) -> None:
             passages_json TEXT NOT NULL, vectors BLOB NOT NULL)""")
 
 
-MIGRATIONS = [m001_catalogue, m002_passage_vectors]
+def m003_catalogue_id(db: sqlite3.Connection) -> None:
+    """A random id naming this catalogue; no existing row is changed."""
+    db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('catalogue_id', ?)", (uuid.uuid4().hex,))
+
+
+MIGRATIONS = [m001_catalogue, m002_passage_vectors, m003_catalogue_id]
 
 
 def _already_in_schema(db: sqlite3.Connection) -> list[str]:
@@ -69,6 +90,16 @@ def _already_in_schema(db: sqlite3.Connection) -> list[str]:
     if not table_exists(db, "documents"):
         return []  # a blank database: every migration runs
     return ["m001_catalogue"] + (["m002_passage_vectors"] if table_exists(db, "passage_vectors") else [])
+
+
+def unusable_message(path: Path, kind: str, reason: str) -> str:
+    """What a user is told about a ``store.sqlite`` that cannot be opened, and what to do."""
+    if kind == "busy":
+        return f"the catalogue {path} is locked by another process; retry when it has finished"
+    what = "is a directory" if path.is_dir() else f"cannot be read ({reason})"
+    return (f"the catalogue {path} {what}: it lists the store's documents and keeps their text, so the store "
+            f"cannot be used; restore it from a backup, or move the data directory {path.parent} aside and "
+            "ingest the corpus again into a new one (workbench ingest PATH --store DIR)")
 
 
 # -- rows ------------------------------------------------------------------------------------------------
@@ -147,13 +178,24 @@ class Catalogue:
 
     @classmethod
     def open(cls, path: Path) -> Catalogue:
-        # synchronous=FULL (SQLite's default, as release 0.1 had it): a commit that switched documents
-        # survives a power cut, not only a killed process.
-        db = connect(path, synchronous="FULL")
+        """Open and migrate ``path``; :class:`~pipeline.storage.sqlite.DatabaseUnusable` (one line naming the
+        file and what to do) when it is not a usable catalogue."""
+        db = None
         try:
+            # synchronous=FULL (SQLite's default, as release 0.1 had it): a commit that switched documents
+            # survives a power cut, not only a killed process.
+            db = connect(path, synchronous="FULL")
             apply_migrations(db, MIGRATIONS, already_in_schema=_already_in_schema)
+            db.execute("SELECT key, value FROM meta").fetchall()
+            db.execute("SELECT COUNT(*) FROM chunks").fetchone()
+        except sqlite3.Error as exc:
+            if db is not None:
+                db.close()
+            kind, reason = error_kind(exc), str(exc).strip() or type(exc).__name__
+            raise DatabaseUnusable(unusable_message(path, kind, reason), path, kind, reason) from None
         except BaseException:
-            db.close()
+            if db is not None:
+                db.close()
             raise
         return cls(db)
 
@@ -172,6 +214,12 @@ class Catalogue:
     def meta(self, key: str, default: str = "") -> str:
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else default
+
+    def meta_keys(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT key FROM meta")}
+
+    def document_count(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
 
     def chunk_count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]

@@ -12,18 +12,36 @@ gate decision and score, retrieved chunk ids and scores, answer, final confidenc
 validation counts, per-stage timings, LLM calls, cache hit) and ``trace_json``, the exact
 ``Trace.to_json()`` from which :meth:`RunLog.get` rebuilds the run. History is never rewritten: deleting a
 document leaves the runs that cited it in place.
+
+**Durable, never blocking an answer.** :meth:`RunLog.record_or_spool` (what the engine calls) waits for a
+locked ``runs.sqlite`` at most ``$WORKBENCH_LOCK_WAIT_S`` (default 5 s, the busy timeout). When the file
+stays locked, is damaged or cannot be opened, the run is not lost: it is appended, as one JSON line, to the
+spool ``runs.spool.jsonl`` beside it (under an exclusive ``flock``, then ``fsync``), and the returned trace
+carries a degradation line saying so. The spool is written into ``query_runs`` by the next process or call
+that opens the log or records a run successfully (:meth:`RunLog.drain_spool`): under the same ``flock``, in
+one transaction, skipping run ids already present, and emptied only after the commit — so a run lands
+exactly once even when a drain is killed between the commit and the truncation. A spool line that does not
+parse (a write cut by a crash) is moved to ``runs.spool.unreadable.jsonl``, never dropped.
+
+The log itself is kept, never set aside automatically: a damaged ``runs.sqlite`` makes ``workbench runs``
+fail with one line naming the file and what to do (:class:`~pipeline.storage.sqlite.DatabaseUnusable`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
+import os
 import sqlite3
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from pipeline.storage.sqlite import Database, applied_migrations, transaction, utc_now
+from pipeline.storage.sqlite import Database, DatabaseUnusable, applied_migrations, lock_wait_s, transaction, utc_now
 from pipeline.trace import Trace
 
 # -- migrations (append only) ----------------------------------------------------------------------------
@@ -137,30 +155,151 @@ def _summary(row: tuple) -> RunSummary:
 
 
 class RunLog(Database):
-    """The ``query_runs`` table of one ``runs.sqlite``. Safe to share between threads and processes."""
+    """The ``query_runs`` table of one ``runs.sqlite``, and its spool. Safe to share between threads and processes."""
 
     migrations = MIGRATIONS
 
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.spool_path = self.path.with_name(f"{self.path.stem}.spool.jsonl")
+        self.unreadable_path = self.path.with_name(f"{self.path.stem}.spool.unreadable.jsonl")
+
+    def busy_timeout_s(self) -> float:
+        return lock_wait_s()
+
     def record(self, trace: Trace) -> str:
-        """Write one row for ``trace``; returns its run id.
+        """Write one row for ``trace``; returns its run id. :class:`DatabaseUnusable` when the log cannot take
+        it (:meth:`record_or_spool` keeps the run then).
 
         A trace without a run id or timestamp gets them. A run id already in the log (a trace recorded twice)
         gets a fresh one: a run is never overwritten and never dropped.
         """
-        trace = dataclasses.replace(trace, run_id=trace.run_id or _new_id(), created_at=trace.created_at or utc_now())
-        with self._lock, transaction(self._db) as db:
-            while db.execute("SELECT 1 FROM query_runs WHERE run_id=?", (trace.run_id,)).fetchone():
-                trace = dataclasses.replace(trace, run_id=_new_id())
-            values = row_values(trace)
-            db.execute(f"INSERT INTO query_runs ({', '.join(values)}) VALUES ({', '.join('?' * len(values))})",
-                       tuple(values.values()))
-        return trace.run_id
+        trace = _stamped(trace)
 
+        def write(db: sqlite3.Connection) -> str:
+            with transaction(db):
+                return _insert(db, trace)
+
+        run_id = self._run(write)
+        if self._spool_waiting():
+            try:
+                self.drain_spool()
+            except (DatabaseUnusable, OSError):
+                pass  # the run is in; the spooled ones wait for the next chance
+        return run_id
+
+    def record_or_spool(self, trace: Trace) -> Trace:
+        """Record ``trace``; when ``runs.sqlite`` cannot take it now, spool it (see the module docstring).
+        Returns the trace as kept: with its run id and timestamp, and a degradation line when it was spooled
+        (or, were even the spool unwritable, when it could not be logged at all)."""
+        trace = _stamped(trace)
+        try:
+            run_id = self.record(trace)
+            return trace if run_id == trace.run_id else dataclasses.replace(trace, run_id=run_id)
+        except DatabaseUnusable as exc:
+            if exc.kind == "busy":
+                what, then = "locked by another process", ""
+            else:
+                what = f"unusable ({exc.reason})"
+                then = f" (move the damaged {self.path.name} aside to start a new one)"
+            spooled = dataclasses.replace(trace, degradations=(*trace.degradations, (
+                f"run log {self.path} is {what}; this run was kept in {self.spool_path.name} and is added to the "
+                f"log when the log can be written{then}")))
+        try:
+            self._append_to_spool(spooled)
+        except OSError as exc:
+            return dataclasses.replace(trace, degradations=(*trace.degradations, (
+                f"run log {self.path} and its spool {self.spool_path.name} could not be written "
+                f"({exc.strerror or exc}); this run is not logged")))
+        return spooled
+
+    # -- the spool -------------------------------------------------------------------------------------------
+    def _spool_waiting(self) -> bool:
+        try:
+            return self.spool_path.stat().st_size > 0
+        except OSError:
+            return False
+
+    @contextmanager
+    def _spool_locked(self) -> Iterator[int]:
+        """The spool file, open for reading and appending, under an exclusive ``flock``."""
+        created = not self.spool_path.exists()
+        fd = os.open(self.spool_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if created:
+                _fsync_dir(self.spool_path.parent)  # the new file's name survives a power cut too
+            yield fd
+        finally:
+            os.close(fd)  # drops the flock
+
+    def _append_to_spool(self, trace: Trace) -> None:
+        line = (trace.to_json() + "\n").encode("utf-8")
+        with self._lock, self._spool_locked() as fd:
+            written = 0
+            while written < len(line):
+                written += os.write(fd, line[written:])
+            os.fsync(fd)
+
+    def drain_spool(self) -> int:
+        """Write the spooled runs into ``query_runs`` exactly once and empty the spool; returns how many were
+        added. :class:`DatabaseUnusable` (spool untouched) when the log cannot be written now."""
+        if not self._spool_waiting():
+            return 0
+        with self._lock:
+            self._run(lambda db: None)  # open first: an open drains, and must not wait on the lock taken below
+            with self._spool_locked() as fd:
+                return self._drain(fd)
+
+    def _drain(self, fd: int) -> int:
+        os.lseek(fd, 0, os.SEEK_SET)
+        chunks = []
+        while block := os.read(fd, 1 << 20):
+            chunks.append(block)
+        traces, unreadable = [], []
+        for raw in b"".join(chunks).split(b"\n"):  # JSON escapes newlines: one line is one run
+            if not raw.strip():
+                continue
+            try:
+                traces.append(Trace.from_json(raw.decode("utf-8")))
+            except (UnicodeDecodeError, TypeError, ValueError):
+                unreadable.append(raw)
+
+        def write(db: sqlite3.Connection) -> int:
+            added = 0
+            with transaction(db):
+                for trace in traces:
+                    row = db.execute("SELECT trace_json FROM query_runs WHERE run_id=?", (trace.run_id,)).fetchone()
+                    if row is not None and row[0] == trace.to_json():
+                        continue  # drained before, killed before the spool was emptied
+                    _insert(db, trace)
+                    added += 1
+            return added
+
+        added = self._run(write) if traces else 0
+        if unreadable:
+            with open(self.unreadable_path, "ab") as out:
+                out.write(b"\n".join(unreadable) + b"\n")
+                out.flush()
+                os.fsync(out.fileno())
+        os.ftruncate(fd, 0)
+        os.fsync(fd)
+        return added
+
+    def _opened(self, db: sqlite3.Connection) -> None:
+        if self._spool_waiting():
+            try:
+                with self._spool_locked() as fd:
+                    self._drain(fd)
+            except (DatabaseUnusable, OSError):
+                pass  # best effort on open: the spool stays for the next chance
+
+    # -- reads ---------------------------------------------------------------------------------------------
     def list(self, limit: int = 50) -> list[RunSummary]:
         """The most recent runs first."""
-        with self._lock:
-            rows = self._db.execute(f"SELECT {', '.join(_SUMMARY_COLUMNS)} FROM query_runs "
-                                    "ORDER BY created_at DESC, rowid DESC LIMIT ?", (max(0, int(limit)),)).fetchall()
+        rows = self._run(lambda db: db.execute(f"SELECT {', '.join(_SUMMARY_COLUMNS)} FROM query_runs "
+                                               "ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                                               (max(0, int(limit)),)).fetchall())
         return [_summary(row) for row in rows]
 
     def get(self, run_id: str) -> Trace | None:
@@ -169,12 +308,16 @@ class RunLog(Database):
         if not run_id:
             return None
         columns = "trace_json, run_id, created_at, question, answer"
-        with self._lock:
-            row = self._db.execute(f"SELECT {columns} FROM query_runs WHERE run_id=?", (run_id,)).fetchone()
+
+        def find(db: sqlite3.Connection):
+            row = db.execute(f"SELECT {columns} FROM query_runs WHERE run_id=?", (run_id,)).fetchone()
             if row is None:
-                rows = self._db.execute(f"SELECT {columns} FROM query_runs WHERE substr(run_id, 1, ?) = ? LIMIT 2",
-                                        (len(run_id), run_id)).fetchall()
+                rows = db.execute(f"SELECT {columns} FROM query_runs WHERE substr(run_id, 1, ?) = ? LIMIT 2",
+                                  (len(run_id), run_id)).fetchall()
                 row = rows[0] if len(rows) == 1 else None
+            return row
+
+        row = self._run(find)
         if row is None:
             return None
         try:
@@ -185,12 +328,47 @@ class RunLog(Database):
                          degradations=(f"stored trace unreadable: {type(exc).__name__}: {exc}",))
 
     def count(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM query_runs").fetchone()[0])
+        return int(self._run(lambda db: db.execute("SELECT COUNT(*) FROM query_runs").fetchone()[0]))
 
     def applied_migrations(self) -> list[str]:
-        with self._lock:
-            return applied_migrations(self._db)
+        return self._run(applied_migrations)
+
+    def _message(self, kind: str, reason: str) -> str:
+        if kind == "busy":
+            return (f"the run log {self.path} is locked by another process (waited {self.busy_timeout_s():g} s); "
+                    "retry when it has finished (WORKBENCH_LOCK_WAIT_S sets the wait)")
+        return (f"the run log {self.path} cannot be read ({reason}): move it aside (mv {self.path} "
+                f"{self.path}.damaged) to start a new log, which takes in the runs kept meanwhile in "
+                f"{self.spool_path.name}; sqlite3's .recover may salvage the old one")
+
+
+def _stamped(trace: Trace) -> Trace:
+    if trace.run_id and trace.created_at:
+        return trace
+    return dataclasses.replace(trace, run_id=trace.run_id or _new_id(), created_at=trace.created_at or utc_now())
+
+
+def _insert(db: sqlite3.Connection, trace: Trace) -> str:
+    """Insert one row inside the caller's transaction; a run id already taken gets a fresh one."""
+    while db.execute("SELECT 1 FROM query_runs WHERE run_id=?", (trace.run_id,)).fetchone():
+        trace = dataclasses.replace(trace, run_id=_new_id())
+    values = row_values(trace)
+    db.execute(f"INSERT INTO query_runs ({', '.join(values)}) VALUES ({', '.join('?' * len(values))})",
+               tuple(values.values()))
+    return trace.run_id
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _new_id() -> str:

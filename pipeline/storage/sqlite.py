@@ -19,6 +19,7 @@ applied without running them, and applies only the rest.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -28,28 +29,70 @@ from pathlib import Path
 from typing import Any
 
 BUSY_TIMEOUT_MS = 30_000
+LOCK_WAIT_S = 5.0   # the default of WORKBENCH_LOCK_WAIT_S
 
 Migration = Callable[[sqlite3.Connection], None]
 
 
-def connect(path: Path, *, synchronous: str = "NORMAL") -> sqlite3.Connection:
-    """An autocommit connection in WAL mode with a busy timeout; callers open explicit transactions."""
+class StoreError(RuntimeError):
+    """A store problem the user can act on; the message says how (the CLI prints it as one line, exit 2)."""
+
+
+class DatabaseUnusable(StoreError):
+    """A SQLite file that cannot be used now: ``kind`` is "busy", "damaged" or "unopenable" (:func:`error_kind`)."""
+
+    def __init__(self, message: str, path: Path, kind: str, reason: str) -> None:
+        super().__init__(message)
+        self.path, self.kind, self.reason = Path(path), kind, reason
+
+
+def lock_wait_s() -> float:
+    """``$WORKBENCH_LOCK_WAIT_S`` (default 5 s): how long a process waits for a lock another one holds."""
+    try:
+        return max(float(os.environ.get("WORKBENCH_LOCK_WAIT_S", "") or LOCK_WAIT_S), 0.0)
+    except ValueError:
+        raise StoreError("WORKBENCH_LOCK_WAIT_S must be a number of seconds") from None
+
+
+_BUSY_CODES = ("SQLITE_BUSY", "SQLITE_LOCKED")
+_DAMAGED_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_IOERR_SHORT_READ", "SQLITE_FORMAT")
+
+
+def error_kind(exc: BaseException) -> str:
+    """"busy", "damaged" or "unopenable" for a SQLite error (see the module docstring)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc).lower()
+    if name.startswith(_BUSY_CODES) or "locked" in text or "busy" in text:
+        return "busy"
+    if name.startswith(_DAMAGED_CODES) or any(w in text for w in ("not a database", "malformed", "short read")):
+        return "damaged"
+    return "unopenable"
+
+
+def connect(path: Path, *, synchronous: str = "NORMAL", busy_timeout_s: float | None = None) -> sqlite3.Connection:
+    """An autocommit connection in WAL mode with a busy timeout (default :data:`BUSY_TIMEOUT_MS`); callers open
+    explicit transactions."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                         check_same_thread=False)
-    db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    _retry_locked(lambda: db.execute("PRAGMA journal_mode=WAL"))
-    db.execute(f"PRAGMA synchronous={synchronous}")
+    busy_timeout_s = max(float(BUSY_TIMEOUT_MS / 1000 if busy_timeout_s is None else busy_timeout_s), 0.0)
+    db = sqlite3.connect(str(path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+    try:
+        db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        _retry_locked(lambda: db.execute("PRAGMA journal_mode=WAL"), busy_timeout_s)
+        db.execute(f"PRAGMA synchronous={synchronous}")
+    except BaseException:
+        db.close()
+        raise
     return db
 
 
-def _retry_locked(fn: Callable[[], Any], attempts: int = 50) -> Any:
-    """Switching to WAL takes an exclusive lock without honouring busy_timeout; retry it briefly."""
-    for attempt in range(attempts):
+def _retry_locked(fn: Callable[[], Any], wait_s: float) -> Any:
+    """Switching to WAL takes an exclusive lock without honouring busy_timeout; retry it up to ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while True:
         try:
             return fn()
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or attempt == attempts - 1:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise
             time.sleep(0.05)
 
@@ -109,18 +152,66 @@ def utc_now() -> str:
 
 
 class Database:
-    """One SQLite file shared by the threads of a process: opened by :func:`connect`, migrated on open with the
-    subclass's ``migrations``, every use under one lock. The run log and the answer cache are this."""
+    """One SQLite file shared by the threads of a process, opened by :func:`connect` on first use (never in the
+    constructor) and migrated then with the subclass's ``migrations``; every use under one lock. The run log
+    and the answer cache are this.
+
+    Subclasses run their statements through :meth:`_run` (``fn(connection)`` under the lock): any SQLite error
+    comes out as :class:`DatabaseUnusable`, its message built by :meth:`_message` (the subclass says what the
+    file is and what to do), and a damaged or unopenable connection is dropped so the next use opens afresh.
+    """
 
     migrations: list[Migration] = []
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
-        self._db = connect(self.path)
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
+
+    def busy_timeout_s(self) -> float:
+        return BUSY_TIMEOUT_MS / 1000
+
+    def _connection(self) -> sqlite3.Connection:
+        """The open connection (under ``self._lock``), opened and migrated now if it is not open yet."""
+        if self._db is None:
+            db = connect(self.path, busy_timeout_s=self.busy_timeout_s())
+            try:
+                apply_migrations(db, self.migrations)
+            except BaseException:
+                db.close()
+                raise
+            self._db = db
+            self._opened(db)
+        return self._db
+
+    def _opened(self, db: sqlite3.Connection) -> None:
+        """Called once per open, under the lock, after the migrations (the run log drains its spool here)."""
+
+    def _run(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         with self._lock:
-            apply_migrations(self._db, self.migrations)
+            try:
+                return fn(self._connection())
+            except sqlite3.Error as exc:
+                kind = error_kind(exc)
+                if kind != "busy":
+                    self._drop()
+                reason = f"{exc}".strip() or type(exc).__name__
+                raise DatabaseUnusable(self._message(kind, reason), self.path, kind, reason) from None
+
+    def _message(self, kind: str, reason: str) -> str:
+        if kind == "busy":
+            return (f"{self.path} is locked by another process (waited {self.busy_timeout_s():g} s); retry when it "
+                    "has finished")
+        return f"{self.path} cannot be used ({reason}); move it aside and retry"
+
+    def _drop(self) -> None:
+        if self._db is not None:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+            self._db = None
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            self._drop()

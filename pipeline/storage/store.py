@@ -44,16 +44,13 @@ from pipeline.storage import recovery
 from pipeline.storage.catalogue import Catalogue, StoredChunk, StoredDocument, StoredPassages
 from pipeline.storage.lock import FileLock, LockBusy
 from pipeline.storage.qdrant_index import ClientIndex, EdgeIndex, IndexBusy, IndexDamaged, IndexHit, IndexPoint
-from pipeline.storage.sqlite import utc_now
+from pipeline.storage.sqlite import LOCK_WAIT_S, StoreError, utc_now
+from pipeline.storage.sqlite import lock_wait_s as _env_lock_wait_s
 
 __all__ = ["DocumentWrite", "SearchHit", "Store", "StoreBusy", "StoreError", "StoredChunk", "StoredDocument",
            "StoredPassages", "data_dir", "point_id_for"]
 
 _POINT_NAMESPACE = uuid.UUID("6f1c8a52-3a55-4d0e-9a43-5b1f0e2d7c11")
-
-
-class StoreError(RuntimeError):
-    """A store problem the user can act on; the message says how."""
 
 
 class StoreBusy(StoreError):
@@ -65,16 +62,6 @@ def _busy_message(home: Path, holder: str, waited_s: float) -> str:
     return (f"the store {home} is in use by another process{who}, for example the Streamlit app, a notebook or "
             f"an ingest; waited {waited_s:g} s: retry when it has finished or stop it (WORKBENCH_LOCK_WAIT_S "
             "sets the wait), or point QDRANT_URL at a Qdrant server so several processes can share one index")
-
-
-LOCK_WAIT_S = 5.0
-
-
-def _lock_wait_s() -> float:
-    try:
-        return max(float(os.environ.get("WORKBENCH_LOCK_WAIT_S", "") or LOCK_WAIT_S), 0.0)
-    except ValueError:
-        raise StoreError("WORKBENCH_LOCK_WAIT_S must be a number of seconds") from None
 
 
 @dataclass(frozen=True)
@@ -136,7 +123,7 @@ class Store:
         5 s): a process that cannot is refused with :class:`StoreBusy` before it touches anything, and the
         engine's own load is never attempted while another process holds the shard (that attempt damages
         the holder's files). ``waited_for`` says whom it waited for, if anyone."""
-        lock_wait_s = _lock_wait_s() if lock_wait_s is None else lock_wait_s
+        lock_wait_s = _env_lock_wait_s() if lock_wait_s is None else lock_wait_s
         home = data_dir(home)
         try:
             home.mkdir(parents=True, exist_ok=True)
@@ -173,12 +160,35 @@ class Store:
         except Exception as exc:  # qdrant-client connection errors have many types
             store.close()
             raise StoreError(f"cannot reach the Qdrant index at {url}: {type(exc).__name__}: {exc}") from None
+        if isinstance(store.index, EdgeIndex):
+            lost = store._lost_catalogue()
+            if lost:
+                store.close()
+                raise StoreError(lost)
         if isinstance(store.index, EdgeIndex) and not store.damage:
             problem = store.probe_index()
             if problem:
                 store.index.close()
                 store._set_aside_damaged_shard(f"index failed its health check ({problem})", lock_wait_s)
         return store
+
+    def _lost_catalogue(self) -> str:
+        """"" unless the catalogue was lost or replaced while the shard beside it still holds points: a
+        catalogue that has never seen a write (no document, no meta but its id: a missing, 0-byte or new
+        ``store.sqlite``) under an index that is not empty. The catalogue is the only copy of the documents'
+        text and of what the points mean, so the store cannot answer, repair or even list what it holds; it
+        must not pass for an empty store either. A first ingest killed before its first commit leaves orphan
+        points too, but its catalogue already records the write (``pending``), so it is repaired as usual."""
+        if self.catalogue.document_count() or self.catalogue.meta_keys() - {"catalogue_id"}:
+            return ""
+        points = self.index.count()
+        if not points:
+            return ""
+        catalogue, shard = self.home / "store.sqlite", self.home / "shard"
+        return (f"the catalogue {catalogue} is empty but the index {shard} holds {points} points: the catalogue "
+                "(the documents' text and what each point is) was lost or replaced; restore store.sqlite from a "
+                f"backup, or move {shard} aside (mv {shard} {shard}.orphaned) and ingest the corpus again "
+                f"(workbench ingest PATH --store {self.home})")
 
     def _set_aside_damaged_shard(self, why: str, lock_wait_s: float) -> None:
         self.index, self.damage = recovery.set_aside_damaged_shard(self.home, self.dim, lock_wait_s, why)
@@ -270,6 +280,11 @@ class Store:
     @property
     def corpus_version(self) -> int:
         return int(self.meta("corpus_version", "0"))
+
+    @property
+    def catalogue_id(self) -> str:
+        """The random id of this catalogue (:mod:`pipeline.storage.catalogue`, ``m003_catalogue_id``)."""
+        return self.meta("catalogue_id")
 
     @property
     def avgdl(self) -> float:

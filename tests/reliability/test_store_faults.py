@@ -1,5 +1,8 @@
 """Store faults (issue 10, part 3): a process killed in the middle of ``workbench ingest``, the embedded store
-opened by a second process while another holds it, and a damaged or missing index.
+opened by a second process while another holds it, and a damaged or missing index. Issue 14: the side stores
+never cost an answer (a damaged or locked ``cache.sqlite`` is bypassed, a locked or damaged ``runs.sqlite``
+spools the run), a damaged or lost ``store.sqlite`` is one line naming the file, and an answer resting on an
+injected source is never cached as clean.
 
 ``tests/pipeline/test_store.py`` covers an interrupted write by monkeypatch, a missing shard repaired in
 process, and a second ``Store.open``. Here real processes are killed with SIGKILL at several points of a real
@@ -23,13 +26,17 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import PipelineConfig
+from pipeline.engine import Pipeline
 from pipeline.ingestion.chunking import chunk_document
 from pipeline.ingestion.documents import load_paths
 from pipeline.ingestion.ingest import ingest_paths, needs_repair
 from pipeline.retrieval.bm25 import query_weights, to_sparse
+from pipeline.storage.cache import AnswerCache
+from pipeline.storage.runs import RunLog
 from pipeline.storage.store import Store
 from pipeline.testing import fake_models
 from pipeline.text.tokenize import tokenize
+from tests.reliability.injection_corpus import load_manifest
 from tests.reliability.rel_support import BENIGN, CLI_ENV, QUESTION, ROOT, one_line_error, workbench
 
 N_DOCS = 240
@@ -318,6 +325,149 @@ def test_a_catalogue_that_is_not_a_database_is_one_line_no_traceback(small_store
     (small_store / "store.sqlite").write_bytes(os.urandom(2048))
     for suffix in ("-wal", "-shm"):
         (small_store / f"store.sqlite{suffix}").unlink(missing_ok=True)
-    result = workbench("search", QUESTION, "--store", str(small_store), timeout=120)
+    for command in (["search", QUESTION], ["ask", QUESTION], ["docs"], ["ingest", str(small_store.parent / "corpus")]):
+        result = workbench(*command, "--store", str(small_store), timeout=120)
+        line = one_line_error(result)
+        assert result.returncode == 2, (command, line)
+        assert str(small_store / "store.sqlite") in line and "workbench ingest" in line, line
+
+
+def test_a_zero_byte_catalogue_over_a_full_index_is_named_not_called_empty(small_store):
+    (small_store / "store.sqlite").write_bytes(b"")
+    for suffix in ("-wal", "-shm"):
+        (small_store / f"store.sqlite{suffix}").unlink(missing_ok=True)
+    for command in (["search", QUESTION], ["ask", QUESTION], ["docs"]):
+        result = workbench(*command, "--store", str(small_store), "--json", timeout=120)
+        line = one_line_error(result)
+        assert result.returncode == 2, (command, line)
+        assert str(small_store / "store.sqlite") in line and "points" in line and "workbench ingest" in line, line
+        assert "is empty;" not in line
+
+
+# == the side stores never cost an answer (issue 14) ===========================================================
+
+ASK = "What does ERR_TIMEOUT_502 mean?"
+SHORT_WAIT_ENV = {**CLI_ENV, "WORKBENCH_LOCK_WAIT_S": "1"}
+
+# Holds a SQLite file from another process: BEGIN EXCLUSIVE (writers wait), with locking_mode=EXCLUSIVE also
+# readers; until a line arrives on stdin.
+HOLD = textwrap.dedent("""
+    import sqlite3, sys
+    db = sqlite3.connect(sys.argv[1], isolation_level=None)
+    if sys.argv[2] == "readers-too":
+        db.execute("PRAGMA locking_mode=EXCLUSIVE")
+    db.execute("BEGIN EXCLUSIVE")
+    print("holding", flush=True)
+    sys.stdin.readline()
+    db.execute("ROLLBACK")
+    db.close()
+""")
+
+
+class Held:
+    """``with Held(path, mode):`` another process holds ``path`` locked for the block."""
+
+    def __init__(self, path: Path, mode: str = "writers") -> None:
+        self.args = [sys.executable, "-c", HOLD, str(path), mode]
+
+    def __enter__(self) -> Held:
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "holding"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.communicate("release\n", timeout=60)
+
+
+@pytest.fixture
+def cli_copy(cli_store, tmp_path) -> Path:
+    """A private copy of the CLI-built store (real MiniLM): each test damages its own side files."""
+    target = tmp_path / "store"
+    shutil.copytree(cli_store, target)
+    return target
+
+
+def _ask_json(home: Path, env: dict | None = None) -> dict:
+    result = workbench("ask", ASK, "--store", str(home), "--json", timeout=300, env=env)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    trace = json.loads(result.stdout)
+    assert trace["gate"]["decision"] == "answer" and "ERR_TIMEOUT_502" in trace["answer"], "the answer is given"
+    return trace
+
+
+def _lines(trace: dict, name: str) -> list[str]:
+    return [d for d in trace["degradations"] if name in d]
+
+
+def _runs(home: Path) -> list[dict]:
+    result = workbench("runs", "--store", str(home), "--json", timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.slow
+def test_a_damaged_cache_never_blocks_a_cli_ask_and_a_new_one_is_started(cli_copy):
+    (cli_copy / "cache.sqlite").write_bytes(os.urandom(4096))
+    first = _ask_json(cli_copy)
+    assert len(_lines(first, "cache.sqlite")) == 1 and "moved it to cache.sqlite.corrupt-" in _lines(
+        first, "cache.sqlite")[0]
+    assert len(list(cli_copy.glob("cache.sqlite.corrupt-*"))) == 1, "kept for inspection, never deleted"
+    assert _lines(_ask_json(cli_copy), "cache.sqlite") == [], "the next ask has an empty, working cache"
+
+
+@pytest.mark.slow
+def test_a_cache_another_process_holds_is_bypassed_by_a_cli_ask(cli_copy):
+    existing = AnswerCache(cli_copy / "cache.sqlite")   # an existing cache file, as after any ask
+    existing.prune(0)
+    existing.close()
+    with Held(cli_copy / "cache.sqlite", "readers-too"):
+        trace = _ask_json(cli_copy, env=SHORT_WAIT_ENV)
+    assert len(_lines(trace, "cache.sqlite")) == 1 and "locked by another process" in _lines(trace, "cache.sqlite")[0]
+    assert not list(cli_copy.glob("cache.sqlite.corrupt-*")), "a busy cache is left alone"
+
+
+@pytest.mark.slow
+def test_a_locked_run_log_loses_no_cli_run(cli_copy):
+    existing = RunLog(cli_copy / "runs.sqlite")   # the log exists, as after any ask
+    assert existing.count() == 0
+    existing.close()
+    with Held(cli_copy / "runs.sqlite"):
+        trace = _ask_json(cli_copy, env=SHORT_WAIT_ENV)
+        assert len(_lines(trace, "runs.sqlite")) == 1 and "runs.spool.jsonl" in _lines(trace, "runs.sqlite")[0]
+        assert (cli_copy / "runs.spool.jsonl").stat().st_size > 0
+    listed = _runs(cli_copy)   # the next command that opens the log writes the spooled run in, once
+    assert [r["run_id"] for r in listed] == [trace["run_id"]]
+    assert _runs(cli_copy) == listed and (cli_copy / "runs.spool.jsonl").stat().st_size == 0
+
+
+@pytest.mark.slow
+def test_a_damaged_run_log_is_named_by_workbench_runs_and_ask_still_answers(cli_copy):
+    (cli_copy / "runs.sqlite").write_bytes(os.urandom(4096))
+    result = workbench("runs", "--store", str(cli_copy), timeout=120)
     line = one_line_error(result)
-    assert "store.sqlite" in line or "not a database" in line
+    assert result.returncode == 2 and str(cli_copy / "runs.sqlite") in line and "move it aside" in line, line
+
+    trace = _ask_json(cli_copy)
+    assert len(_lines(trace, "runs.sqlite")) == 1 and "runs.spool.jsonl" in _lines(trace, "runs.sqlite")[0]
+
+    (cli_copy / "runs.sqlite").rename(cli_copy / "runs.sqlite.damaged")   # the remedy the line names
+    assert [r["run_id"] for r in _runs(cli_copy)] == [trace["run_id"]]
+
+
+# == an answer resting on an injected source is never cached as clean (issue 14) ================================
+
+FLAGGED = [pytest.param(inj, id=inj.doc_id) for inj in load_manifest() if inj.flagged]
+
+
+@pytest.mark.parametrize("inj", FLAGGED)
+def test_an_answer_with_a_flagged_source_is_asked_afresh_every_time(injection_store, tmp_path, inj):
+    cache = AnswerCache(tmp_path / "cache.sqlite")
+    pipeline = Pipeline(injection_store, fake_models(), PipelineConfig(), cache=cache, log_runs=False)
+    first = pipeline.ask(inj.question)
+    assert first.generation.flagged_sources, "the injected source is offered and flagged"
+    second = pipeline.ask(inj.question)
+    assert not second.cache_hit, "a flagged answer was served from the cache as if it were clean"
+    assert second.generation.flagged_sources == first.generation.flagged_sources
+    assert [d for d in second.degradations if "addressed to a model" in d]
+    assert len(cache) == 0
+    cache.close()

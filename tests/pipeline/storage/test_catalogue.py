@@ -60,10 +60,21 @@ def release_0_1_db(path, schema: str = RELEASE_0_1_SCHEMA, chunks: bool = True) 
 
 
 def dump(path) -> dict[str, list[tuple]]:
+    """Every row of every catalogue table, except the catalogue id m003 adds (checked on its own)."""
     db = sqlite3.connect(path)
     try:
-        return {t: db.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall()
+        return {t: [r for r in db.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall()
+                    if not (t == "meta" and r[0] == "catalogue_id")]
                 for t in TABLES if db.execute("SELECT 1 FROM sqlite_master WHERE name=?", (t,)).fetchone()}
+    finally:
+        db.close()
+
+
+def catalogue_id(path) -> str:
+    db = sqlite3.connect(path)
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key='catalogue_id'").fetchone()
+        return row[0] if row else ""
     finally:
         db.close()
 
@@ -86,8 +97,9 @@ def schema(path) -> dict[str, object]:
 
 def test_a_blank_database_gets_every_migration_and_exactly_the_release_0_1_schema(tmp_path):
     cat = Catalogue.open(tmp_path / "store.sqlite")
-    assert cat.applied_migrations() == ALL == ["m001_catalogue", "m002_passage_vectors"]
+    assert cat.applied_migrations() == ALL == ["m001_catalogue", "m002_passage_vectors", "m003_catalogue_id"]
     cat.close()
+    assert len(catalogue_id(tmp_path / "store.sqlite")) == 32
     reference = tmp_path / "reference.sqlite"
     sqlite3.connect(reference).executescript(RELEASE_0_1_SCHEMA).connection.close()
     assert schema(tmp_path / "store.sqlite") == schema(reference)
@@ -105,8 +117,27 @@ def test_a_release_0_1_catalogue_is_adopted_without_touching_a_row(tmp_path):
     assert cat.passage_vectors(["err-timeout-502#0"])["err-timeout-502#0"].vectors.shape == (2, 2)
     assert apply_migrations(cat.db, catalogue.MIGRATIONS, catalogue._already_in_schema) == []  # nothing twice
     cat.close()
-    assert dump(path) == before
+    assert dump(path) == before and catalogue_id(path)
     assert schema(path) == schema(_blank(tmp_path))
+
+
+def test_the_previous_release_gets_only_the_catalogue_id_and_every_row_is_kept(tmp_path):
+    """Upgrade from the release before m003 (m001 and m002 recorded): one new meta row, nothing else."""
+    path = tmp_path / "store.sqlite"
+    release_0_1_db(path)
+    db = sqlite3.connect(path, isolation_level=None)
+    apply_migrations(db, catalogue.MIGRATIONS[:2], catalogue._already_in_schema)
+    db.close()
+    before = dump(path)
+    assert catalogue_id(path) == ""
+    cat = Catalogue.open(path)
+    assert cat.applied_migrations() == ALL
+    first = cat.meta("catalogue_id")
+    cat.close()
+    assert dump(path) == before and catalogue_id(path) == first != ""
+    Catalogue.open(path).close()
+    assert catalogue_id(path) == first, "the id is made once, never again on a later open"
+    assert catalogue_id(_blank(tmp_path)) != first, "every catalogue gets its own"
 
 
 def test_a_catalogue_older_than_passage_vectors_gets_only_that_migration(tmp_path):
