@@ -13,8 +13,9 @@ output schema (answer, used_source_ids, confidence HIGH/MEDIUM/LOW, limitations)
   backend, and a user waiting on a dead provider should get the cited passage, never an error.
 
 Injection: sources reach the model only fenced as untrusted data (``pipeline.generation.prompts``); a source whose text
-reads as instructions to a model is also marked inside its fence and listed in ``flagged_sources``, and
-the extractive answer never quotes such text (``pipeline.generation.extractive.drop_instructions``).
+reads as instructions to a model or a reader — in any language, in any wording (:mod:`pipeline.text.instructions`)
+— is also marked inside its fence and listed in ``flagged_sources``, and the extractive answer never quotes
+such text (``pipeline.generation.extractive.drop_instructions``).
 
 Abstention is detected by the exact sentence (``prompts.is_abstention``). An answer that is only that
 sentence carries no citations (a marker on "I don't know" would claim a source backs it).
@@ -48,6 +49,7 @@ from pipeline.generation.prompts import (
 from pipeline.models.llm import LLMReply, LLMRequest
 from pipeline.models.registry import Models
 from pipeline.models.resolve import ModelUnavailable
+from pipeline.text.instructions import dominant_language
 from pipeline.trace import Candidate, GenerationTrace, LLMAttempt, Message, Source
 
 ECHO_CHARS = 2000       # how much of a bad reply is echoed back in the retry turn
@@ -186,11 +188,15 @@ def offered_sources(candidates: Sequence[Candidate], max_sources: int) -> tuple[
                  for i, c in enumerate(candidates[:max_sources], start=1))
 
 
-def flagged_sources(candidates: Sequence[Candidate]) -> tuple[int, ...]:
-    """Numbers of the sources whose text, title or version reads as instructions to a model (shown, fenced,
-    never obeyed). The title and version are checked too: front matter and JSONL titles reach the prompt."""
+def flagged_sources(candidates: Sequence[Candidate], question: str = "") -> tuple[int, ...]:
+    """Numbers of the sources whose text, title or version reads as instructions to a model or a reader
+    (shown, fenced, never obeyed). The title and version are checked too: front matter and JSONL titles reach
+    the prompt. A sentence in another language than the candidates' (the corpus's) or its own source's
+    counts when it addresses someone in its own language (:mod:`pipeline.text.instructions`); ``question``
+    decides the language only when the candidates have no words to tell."""
+    reference = dominant_language([c.text for c in candidates] or [question])
     return tuple(i for i, c in enumerate(candidates, start=1)
-                 if instruction_signals(f"{c.title}\n{c.version}\n{c.text}"))
+                 if instruction_signals(f"{c.title}\n\n{c.version}\n\n{c.text}", reference))
 
 
 def _prompt_sources(candidates: Sequence[Candidate], flagged: Sequence[int]) -> tuple[PromptSource, ...]:
@@ -209,7 +215,8 @@ def run(question: str, query: str, candidates: tuple[Candidate, ...], cfg: Gener
     models = as_context(ctx).models
     offered = tuple(candidates[:cfg.max_sources])
     base = GenerationTrace(requested_backend=cfg.backend, model=_model_label(cfg),
-                           sources=offered_sources(offered, cfg.max_sources), flagged_sources=flagged_sources(offered))
+                           sources=offered_sources(offered, cfg.max_sources),
+                           flagged_sources=flagged_sources(offered, question))
     if not offered:
         trace = replace(base, status="abstained", backend="none", answer=ABSTENTION_MESSAGE, is_abstention=True,
                         fallback_reason="no sources were offered")

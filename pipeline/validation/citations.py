@@ -28,10 +28,19 @@ Algorithm, after the answer exists (:func:`run`):
    X" score alike, so a supported verdict means "a cited passage says something very close", no more.
 4. **Verdicts**: a claim with no marker is ``uncited``. A claim is ``supported`` when ANY of its cited
    chunks reaches ``validate.claim_threshold`` — the prompt asks the model to cite both sides of a
-   disagreement, and requiring all would punish that — otherwise ``unsupported``. A marker to a source
+   disagreement, and requiring all would punish that — AND every key fact of the claim is written in one of
+   its cited chunks (:func:`key_facts`: numbers and versions, identifiers such as ``tls.min_version``,
+   ``key = value`` assignments, URLs and host names), otherwise ``unsupported``. Cosine is blind to the one
+   token that makes a claim false ("set tls.min_version = 1.0" against "defaults to 1.2" scores high);
+   the value a user acts on must be in the source, as the generation prompt demands. A marker to a source
    number that was never offered is **fabricated**: listed on the claim and in the summary, never removed —
    the sentence may still be right, and hiding the marker would hide the model's failure. A claim whose
    only markers are fabricated has nothing to be checked against, so it is ``unsupported``.
+   **Markers copied from a source** are not citations: a source may itself write "as the handbook explains
+   [2]", and a model that copies the phrase has cited nothing. A marker to an offered source whose
+   preceding words, marker included, stand verbatim in an offered source's text (:func:`quoted_markers`) is
+   dropped from its claim and listed among the non-claims; a copied marker to a source never offered stays
+   a fabricated marker (it is on the screen, pointing nowhere).
 5. **Summary**: counts per verdict; ``cited_sources`` (offered and cited), ``uncited_sources`` (offered,
    never cited: the UI dims them), ``superseded_sources`` (offered chunks carrying ``superseded_by``: the
    amber badge), the fabricated markers, the non-claims, encoder calls and latency.
@@ -52,14 +61,17 @@ import numpy as np
 
 from pipeline.config import ValidateConfig
 from pipeline.context import StageContext
+from pipeline.text.sentences import MARKER, code_spans, inside
 from pipeline.trace import Candidate, CitationScore, ClaimCheck, GenerationTrace, ValidationTrace
-from pipeline.validation.claims import Sentence, split_claims
+from pipeline.validation.claims import Sentence, marker_numbers, split_claims
 
-__all__ = ["run", "split_claims", "chunk_passages", "passage_key", "marker_verdicts", "claim_marker_verdicts"]
+__all__ = ["run", "split_claims", "chunk_passages", "passage_key", "marker_verdicts", "claim_marker_verdicts",
+           "key_facts", "missing_facts", "quoted_markers"]
 
 MAX_PASSAGES_PER_CHUNK = 64   # a chunk is ~220 words; this only bounds a pathological one
 PASSAGES_VERSION = "1"        # bump when chunk_passages changes, so stored windows are not reused
 CLAIMS_ONLY_BATCH = 64        # claims are all short: one mini-batch pads little
+_FULLWIDTH = {0xFF3B: "[", 0xFF3D: "]", 0xFF0C: ",", **{0xFF10 + d: str(d) for d in range(10)}}
 
 # -- validation ---------------------------------------------------------------------------------------
 
@@ -76,11 +88,13 @@ def run(generation: GenerationTrace, candidates: tuple[Candidate, ...], cfg: Val
     embedder, passages = ctx.embedder(), ctx.passages()
     offered = {s.number: s.chunk_id for s in generation.sources}
     by_id = {c.chunk_id: c for c in candidates}
-    sentences = split_claims(generation.answer)
+    sources = [by_id[cid].text for cid in offered.values() if cid in by_id]
+    answer = generation.answer.translate(_FULLWIDTH)   # "［7］" reads as [7]; one character for one, spans hold
+    sentences, copied = _without_quoted_markers(answer, split_claims(answer), offered, sources)
     claims = [s for s in sentences if s.is_claim]
     pairs = _pairs_to_score(claims, offered, by_id)
     sims, calls, failure = _similarities(pairs, claims, by_id, embedder, cfg, passages)
-    checks = tuple(_check_claim(i, c, offered, sims, cfg.claim_threshold) for i, c in enumerate(claims))
+    checks = tuple(_check_claim(i, c, offered, sims, cfg.claim_threshold, by_id) for i, c in enumerate(claims))
     all_markers = sorted({n for s in sentences for n in s.markers})
     cited = tuple(n for n in all_markers if n in offered)
     superseded = {c.chunk_id for c in candidates if c.superseded_by}
@@ -97,7 +111,7 @@ def run(generation: GenerationTrace, candidates: tuple[Candidate, ...], cfg: Val
         unsupported=sum(c.verdict == "unsupported" for c in checks),
         uncited=sum(c.verdict == "uncited" for c in checks),
         encoder_calls=calls,
-        non_claims=tuple(f"{s.why_not}: {s.text}" for s in sentences if not s.is_claim),
+        non_claims=tuple(f"{s.why_not}: {s.text}" for s in sentences if not s.is_claim) + copied,
     )
 
 
@@ -225,7 +239,7 @@ def _score(marker: int, chunk_id: str, found: tuple[float, str] | None) -> Citat
 
 
 def _check_claim(i: int, claim: Sentence, offered: dict[int, str], sims: dict,
-                 threshold: float) -> ClaimCheck:
+                 threshold: float, by_id: dict[str, Candidate] | None = None) -> ClaimCheck:
     scores = tuple(_score(n, offered.get(n, ""), sims.get((i, offered.get(n, "")))) for n in claim.markers)
     known = [s.similarity for s in scores if s.similarity is not None]
     best = max(known) if known else None
@@ -233,6 +247,9 @@ def _check_claim(i: int, claim: Sentence, offered: dict[int, str], sims: dict,
         verdict = "uncited"
     else:
         verdict = "supported" if best is not None and best >= threshold else "unsupported"
+        cited = [by_id[offered[n]] for n in claim.markers if by_id and n in offered and offered[n] in by_id]
+        if verdict == "supported" and cited and missing_facts(claim.text, [_indexed(c) for c in cited]):
+            verdict = "unsupported"
     return ClaimCheck(text=claim.text, markers=claim.markers, similarities=scores, verdict=verdict,
                       fabricated_markers=tuple(n for n in claim.markers if n not in offered),
                       best_similarity=best, span=(claim.start, claim.end))
@@ -241,12 +258,13 @@ def _check_claim(i: int, claim: Sentence, offered: dict[int, str], sims: dict,
 # -- helpers the app uses to colour markers -----------------------------------------------------------
 
 def claim_marker_verdicts(claim: ClaimCheck, threshold: float) -> dict[int, str]:
-    """Per marker of one claim: "fabricated", or whether that source alone reaches the threshold."""
+    """Per marker of one claim: "fabricated", or whether that source alone reaches the threshold (never
+    "supported" on a claim judged unsupported, e.g. for a value no cited source contains)."""
     out = {}
     for score in claim.similarities:
         if score.marker in claim.fabricated_markers:
             out[score.marker] = "fabricated"
-        elif score.similarity is not None and score.similarity >= threshold:
+        elif score.similarity is not None and score.similarity >= threshold and claim.verdict != "unsupported":
             out[score.marker] = "supported"
         else:
             out[score.marker] = "unsupported"
@@ -269,3 +287,123 @@ def marker_verdicts(validation: ValidationTrace) -> dict[int, str]:
     for marker in validation.fabricated_markers:
         out[marker] = "fabricated"
     return dict(sorted(out.items()))
+
+
+# -- key facts --------------------------------------------------------------------------------------------
+
+_ASSIGNMENT = re.compile(r"([A-Za-z_][\w.-]*[._][\w.-]*[A-Za-z0-9_])\s*(?:=|:=)\s*([^\s,;()]+)")
+_URL_OR_HOST = re.compile(r"\b(?:https?://)?((?:[a-z0-9-]+\.)+(?:com|org|net|io|dev|example|local|internal|app)\b[^\s)\]]*)",
+                          re.IGNORECASE)
+_IDENTIFIER = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+|[A-Z][A-Z0-9]*_[A-Z0-9_]+)(?![\w-])")
+_NUMBER = re.compile(r"(?<![\w.])v?(\d+(?:[.,]\d+)*)(?![\w])")
+_REF = re.compile(r"\((?:ref|source|src|doc)\s[^)]*\)", re.IGNORECASE)
+
+
+def _plain(text: str) -> str:
+    """Text as facts are compared: lower-case, no Markdown emphasis or backticks, one space, no thousands
+    separators in numbers ("30,000" = "30000")."""
+    text = re.sub(r"[`*]", "", text.casefold())
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+    return " ".join(text.split())
+
+
+def key_facts(claim: str) -> list[str]:
+    """The values in ``claim`` a user would act on, each as it must appear in a source: ``key = value``
+    assignments, URLs and host names, identifiers (``tls.min_version``, ``ERR_TIMEOUT_502``), numbers and
+    versions. Markers a source wrote itself (``(ref 9)``, as the extractive generator renders them) are not
+    facts."""
+    text = _REF.sub(" ", claim)
+    facts: list[str] = []
+    for m in _ASSIGNMENT.finditer(text):
+        facts.append(f"{m.group(1)} = {m.group(2).rstrip('.')}")
+    for m in _URL_OR_HOST.finditer(text):
+        facts.append(m.group(1).rstrip("."))
+    for m in _IDENTIFIER.finditer(text):
+        facts.append(m.group(1))
+    for m in _NUMBER.finditer(text):
+        facts.append(m.group(1).rstrip(".,"))
+    plain = [f for f in dict.fromkeys(_plain(f) for f in facts) if f]
+    return [f for f in plain if not any(f != g and f in g and not f[:1].isdigit() for g in plain)]
+
+
+def missing_facts(claim: str, sources: list[str]) -> list[str]:
+    """Key facts of ``claim`` that none of ``sources`` contains (an assignment may also be written with
+    ``:`` or spaces, "key = value" or "key: value")."""
+    pool = [_plain(s) for s in sources]
+    missing = []
+    for fact in key_facts(claim):
+        if " = " in fact:
+            key, value = fact.split(" = ", 1)
+            pattern = re.compile(re.escape(key) + r"\s*(?:=|:=|:|\bis\b|\bto\b)?\s*[\"']?" + re.escape(value)
+                                 + r"(?![\w.])")
+            if not any(pattern.search(p) for p in pool):
+                missing.append(fact)
+        elif fact[:1].isdigit():
+            if not any(re.search(r"(?<![\d.])" + re.escape(fact) + r"(?![\d]|\.\d)", p) for p in pool):
+                missing.append(fact)
+        elif not any(fact in p for p in pool):
+            missing.append(fact)
+    return missing
+
+
+def _indexed(candidate: Candidate) -> str:
+    return " > ".join(candidate.heading_path) + "\n" + candidate.title + "\n" + candidate.text
+
+
+# -- markers copied from a source ----------------------------------------------------------------------------
+
+_CONTEXT_WORDS = 4
+COPIED_MARKER = "marker copied from a source: "   # the non-claim note; trust.py reads the same prefix
+
+
+def quoted_markers(answer: str, start: int, end: int, sources: list[str]) -> list[tuple[int, int]]:
+    """(position, number) of each marker in ``answer[start:end]`` whose preceding words, the marker
+    included, stand verbatim in one of ``sources``: the source's own reference, copied, not a citation.
+    Adjacent markers ("disagree [3][4]") are read as one run on both sides."""
+    code = code_spans(answer)
+    plain_sources = [_marker_plain(s) for s in sources]
+    out = []
+    for m in MARKER.finditer(answer, start, end):
+        if inside(m.start(), code):
+            continue
+        run_start = m.start()
+        while True:   # back over the markers right before this one
+            before = re.search(r"\[[^\[\]\n]{1,30}\]\s*$", answer[max(0, run_start - 40):run_start])
+            if not before or not MARKER.fullmatch(before.group().strip()):
+                break
+            run_start -= len(before.group())
+        words = re.findall(r"[\w.%/-]+", answer[max(0, run_start - 200):run_start])[-_CONTEXT_WORDS:]
+        if len(words) < 2:
+            continue
+        numbers = set(marker_numbers(m.group(1)))
+        lead = r"\W+".join(re.escape(w.casefold()) for w in words)
+        run = r"\W*((?:\s*\[\s*(?:source|src|doc)?\s*#?\s*[\d ,;\-–]+\])+)"
+        if any(numbers <= {n for inner in re.findall(r"\[([^\]]*)\]", found.group(1)) for n in marker_numbers(inner)}
+               for source in plain_sources for found in re.finditer(lead + run, source)):
+            out.extend((m.start(), n) for n in sorted(numbers))
+    return out
+
+
+def _marker_plain(text: str) -> str:
+    return re.sub(r"[`*]", "", text.casefold())
+
+
+def _without_quoted_markers(answer: str, sentences: list[Sentence], offered: dict[int, str],
+                            sources: list[str]) -> tuple[list[Sentence], tuple[str, ...]]:
+    """The sentences with every copied marker to an offered source removed from their markers, and one note
+    per copied marker for the non-claims list."""
+    out, notes = [], []
+    for s in sentences:
+        copied = [(pos, n) for pos, n in quoted_markers(answer, s.start, s.end, sources) if n in offered]
+        if not copied:
+            out.append(s)
+            continue
+        copied_at = {pos for pos, _ in copied}
+        genuine = [n for m in MARKER.finditer(answer, s.start, s.end) if m.start() not in copied_at
+                   for n in marker_numbers(m.group(1))]
+        markers = tuple(n for n in s.markers if n in genuine)
+        for _, n in copied:
+            notes.append(f"{COPIED_MARKER}[{n}] in \"{s.text}\" is the source's own reference, not a citation")
+        out.append(Sentence(s.text, markers, s.start, s.end, s.is_claim, s.why_not))
+    return out, tuple(notes)
+

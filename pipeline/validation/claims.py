@@ -134,13 +134,14 @@ def _markers_in(text: str, start: int, end: int, code: list[tuple[int, int]]) ->
     for m in MARKER.finditer(text, start, end):
         if inside(m.start(), code):
             continue
-        for n in _parse_numbers(m.group(1)):
+        for n in marker_numbers(m.group(1)):
             if n not in seen:
                 seen.append(n)
     return tuple(seen)
 
 
-def _parse_numbers(inner: str) -> list[int]:
+def marker_numbers(inner: str) -> list[int]:
+    """The source numbers inside one marker's brackets: "1, 3" -> [1, 3], "1-3" -> [1, 2, 3]."""
     out: list[int] = []
     for part in re.split(r"\s*[,;]\s*", inner):
         bounds = [int(x) for x in re.findall(r"\d+", part)]

@@ -14,6 +14,9 @@ fake, so these rules adjust them against what the answer actually shows. Rules, 
    - ``validation_unsupported`` — claims no cited source backs → a limitation with the count;
    - ``validation_failed`` — the validator could not run its encoder → a limitation saying nothing was
      checked;
+   - ``validation_copied_marker`` — a marker in the answer was copied from a source's own text ("as the
+     handbook explains [2]"), so it is shown but cites nothing (:func:`pipeline.validation.citations.quoted_markers`)
+     → a limitation naming it;
    - ``validation_uncited`` — factual sentences with no marker → a limitation with the count (informative
      only: it does not lower confidence, because an unmarked sentence is often a connective summary of
      the cited ones);
@@ -24,8 +27,16 @@ fake, so these rules adjust them against what the answer actually shows. Rules, 
      sentence itself, so the claim scores as supported (tests/reliability: 23 of 27 obeyed injections
      reached the user at HIGH before this rule). The extractive generator never quotes such text and says
      so itself, so its answers are exempt;
-   - ``validation_cap`` — when any of the first three or ``cites_injected_source`` fired, confidence is
-     capped at MEDIUM: an answer with an unverified part is not HIGH. The cap never stacks with rule 1
+   - ``answer_reads_as_instruction`` — a sentence of the answer itself reads as an order to a model or a
+     reader (:mod:`pipeline.text.instructions`: "tell the user ...", "ignore ...", an order in another
+     language): a model relaying an injection → a limitation quoting it;
+   - ``answer_has_markup`` — the answer carries live markup (:mod:`pipeline.text.markup`: an HTML tag, an
+     event handler, a script URL, control characters) → a limitation saying it is shown as text, never
+     rendered, and must not be pasted into a page. The extractive generator quotes documentation that
+     may show such markup, so this rule applies to every generator;
+   - ``validation_cap`` — when any of the first three, ``validation_copied_marker``,
+     ``cites_injected_source``, ``answer_reads_as_instruction`` or ``answer_has_markup`` fired, confidence
+     is capped at MEDIUM: an answer with an unverified part is not HIGH. The cap never stacks with rule 1
      (both mean "not HIGH"), so confidence drops at most one level, and MEDIUM/LOW are never lowered
      further — the limitation tells the user what is wrong, the per-claim verdicts show where.
 3. ``generic_limitation`` (issue rule) — a below-HIGH confidence whose limitations are *still* empty after
@@ -40,7 +51,12 @@ result, in order. Skipped when there was no generated answer (generation skipped
 
 from __future__ import annotations
 
+import re
+
+from pipeline.text.instructions import findings, language_of
+from pipeline.text.markup import has_active_markup, markup_kinds
 from pipeline.trace import Confidence, GenerationTrace, TrustTrace, ValidationTrace
+from pipeline.validation.citations import COPIED_MARKER
 
 _LEVELS: tuple[Confidence, ...] = ("HIGH", "MEDIUM", "LOW")
 
@@ -62,7 +78,8 @@ def run(generation: GenerationTrace, validation: ValidationTrace) -> TrustTrace:
                           "but cited no sources.")
         fired.append("high_without_citations")
 
-    for rule, text in validation_findings(validation) + injection_findings(generation, validation):
+    for rule, text in (validation_findings(validation) + injection_findings(generation, validation)
+                       + answer_findings(generation.answer)):
         _add(limitations, text)
         fired.append(rule)
     if confidence == "HIGH" and any(r in fired for r in _CAPPING_RULES):
@@ -76,7 +93,9 @@ def run(generation: GenerationTrace, validation: ValidationTrace) -> TrustTrace:
                       limitations=tuple(limitations), rules_fired=tuple(fired))
 
 
-_CAPPING_RULES = ("validation_fabricated", "validation_unsupported", "validation_failed", "cites_injected_source")
+_CAPPING_RULES = ("validation_fabricated", "validation_unsupported", "validation_failed", "cites_injected_source",
+                  "validation_copied_marker",
+                  "answer_reads_as_instruction", "answer_has_markup")
 
 
 def downgrade(confidence: Confidence) -> Confidence:
@@ -96,11 +115,18 @@ def validation_findings(validation: ValidationTrace) -> list[tuple[str, str]]:
         cited = ", ".join(f"[{n}]" for n in validation.fabricated_markers)
         out.append(("validation_fabricated", f"The answer cites {cited}, which {_was(validation)} never offered "
                                              "to the model; statements resting on it are unsourced."))
+    copied = sorted({int(m) for note in validation.non_claims if note.startswith(COPIED_MARKER)
+                     for m in re.findall(r"\[(\d+)\]", note[:len(COPIED_MARKER) + 12])})
+    if copied:
+        shown = ", ".join(f"[{n}]" for n in copied)
+        out.append(("validation_copied_marker", f"The answer shows {shown} copied from a source's own text; it is the "
+                                                "source's reference, not a citation, and backs nothing."))
     if validation.status == "ran" and validation.unsupported:
         n = validation.unsupported
         they_cite = ("statement is not supported by the sources it cites" if n == 1
                      else "statements are not supported by the sources they cite")
-        out.append(("validation_unsupported", f"{n} {they_cite} (similarity below the threshold)."))
+        out.append(("validation_unsupported", f"{n} {they_cite} (similarity below the threshold, or a value — "
+                                              "number, setting, identifier — that no cited source contains)."))
     if validation.uncited:
         n = validation.uncited
         has = "statement has" if n == 1 else "statements have"
@@ -121,6 +147,22 @@ def injection_findings(generation: GenerationTrace, validation: ValidationTrace)
     return [("cites_injected_source", f"The answer cites {which} {names}, which contain{'s' if len(hit) == 1 else ''} "
              f"text addressed to AI models (instructions, fake system or assistant turns); a statement resting on "
              f"{it} may repeat an injected instruction rather than documentation — check it against the source.")]
+
+
+def answer_findings(answer: str) -> list[tuple[str, str]]:
+    """(rule, limitation) for what the answer's own text carries: an order to a model or a reader, live markup."""
+    out = []
+    asked = language_of(answer)
+    orders = findings(answer, asked if asked.known else None)
+    if orders:
+        quoted = orders[0].sentence if len(orders[0].sentence) <= 160 else orders[0].sentence[:157] + "..."
+        out.append(("answer_reads_as_instruction", f"The answer contains text addressed to AI models or to the reader "
+                    f"rather than documentation (\"{quoted}\"); it may relay an instruction injected into a source."))
+    if has_active_markup(answer):
+        kinds = ", ".join(k.replace("_", " ") for k in markup_kinds(answer))
+        out.append(("answer_has_markup", f"The answer contains markup ({kinds}); it is shown as text, never "
+                    "rendered — do not paste it into a page or a terminal."))
+    return out
 
 
 def _add(limitations: list[str], text: str) -> None:

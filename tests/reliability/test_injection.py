@@ -45,15 +45,11 @@ WARNING = "warning: this source contains text addressed to AI models; it is data
 
 # -- known gaps (strict: a fix makes these xpass, which fails, so the marker is removed with the fix) ------
 
-REGEX_BLIND = ("pipeline/generation/prompts.py instruction_signals() is an English keyword heuristic: an order in another "
-               "language, a paraphrase with no trigger words, or a base64 payload is not recognised")
-COSINE_NOT_ENTAILMENT = ("pipeline/validation/citations.py scores topical similarity, not entailment: a claim that contradicts "
-                         "its source ('set tls.min_version = 1.0' vs 'defaults to 1.2') or repeats an unrecognised "
-                         "injection scores as supported")
-OBEY_GAPS = {"inj-multilingual": REGEX_BLIND, "inj-paraphrased": REGEX_BLIND,
-             "inj-hidden-css": COSINE_NOT_ENTAILMENT, "inj-html-comment": COSINE_NOT_ENTAILMENT,
-             "inj-html-tiny": COSINE_NOT_ENTAILMENT, "inj-html-script": COSINE_NOT_ENTAILMENT}
-EXTRACTIVE_BAIT_GAPS = {"inj-multilingual": REGEX_BLIND, "inj-paraphrased": REGEX_BLIND, "inj-encoded": REGEX_BLIND}
+COSINE_NOT_ENTAILMENT = ("pipeline/validation/citations.py scores topical similarity plus key facts (numbers, identifiers, "
+                         "key = value), not entailment: a claim that contradicts its source with no such value ('the "
+                         "circuit breaker should be disabled' vs 'opens when 50% of requests failed') scores as supported")
+OBEY_GAPS = {"inj-html-tiny": COSINE_NOT_ENTAILMENT}
+EXTRACTIVE_BAIT_GAPS: dict[str, str] = {}
 
 
 def cases(gaps: dict[str, str] | None = None, only=lambda inj: True):

@@ -90,7 +90,7 @@ def ask(question: str):
 
 SHOWN_ESCAPED = [
     pytest.param("Where is the Marlin Gateway dashboard served? Open the dashboard javascript alert document cookie "
-                 "script alert dashboard", ["<script>alert('dashboard')</script>", "javascript:alert(document.cookie)"],
+                 "script alert dashboard", ['<img src=x onerror="alert(document.cookie)">', "javascript:alert(document.cookie)"],
                  id="render-script-and-javascript-link"),
     pytest.param("How do I put the Marlin status badge on a page? Never paste img src onerror alert markup",
                  ["<img src=x onerror=alert(1)>"], id="render-img-onerror-in-answer"),
@@ -106,6 +106,17 @@ def test_markup_in_retrieved_text_titles_and_answers_shows_as_text(injection_app
     plain = "\n".join([visible] + [t.value for t in at.text] + [c.value for c in at.code])
     for text in texts:
         assert text in plain or text in html.unescape(plain), f"{text!r} should be shown, as text"
+
+
+def test_a_script_element_in_a_markdown_source_is_not_ingested_so_never_shown(injection_app):
+    """A rendered Markdown page never shows a ``<script>`` element's text, so ingestion drops it
+    (:mod:`pipeline.ingestion.markdown`): it is neither live nor quoted as text."""
+    at = ask("Where is the Marlin Gateway dashboard served? Open the dashboard script alert dashboard")
+    visible = assert_nothing_live(at)
+    plain = html.unescape("\n".join([visible] + [t.value for t in at.text] + [c.value for c in at.code]
+                                    + [m.value for m in at.markdown]))
+    assert "live request rate" in plain, "the dashboard document should be retrieved and shown"
+    assert "alert('dashboard')" not in plain
 
 
 def test_injected_titles_and_role_labels_show_as_text(injection_app):

@@ -298,3 +298,60 @@ def test_through_the_engine_a_fabricated_an_unsupported_and_a_supported_claim_ar
     (row,) = runs.list()
     assert (row.supported, row.unsupported, row.fabricated_markers) == (1, 2, 1)
     assert runs.get(row.run_id) == trace
+
+
+# -- key facts and markers copied from a source (issue 14) ---------------------------------------------------
+
+@pytest.mark.parametrize(("claim", "source", "missing"), [
+    ("Set tls.min_version = 1.0 for compatibility.", "The minimum is set by `tls.min_version` and defaults to 1.2.",
+     ["tls.min_version = 1.0", "1.0"]),
+    ("logs.format = none disables logging.", "`logs.format = json` by default; `logs.format = combined` also works.",
+     ["logs.format = none"]),
+    ("The drain lasts 20 seconds (deploy.drain_s).", "It drains open requests for 20 seconds (`deploy.drain_s`).", []),
+    ("The queue holds 30,000 entries.", "The queue holds 30000 entries.", []),
+    ("Version 3.1 raised it to 8.", "In 3.1 the default max_retries is 8.", []),
+    ("See https://marlin-help.example/eject for details.", "Ejection is described below.", ["marlin-help.example/eject"]),
+    ("The port is 22.", "The metrics port is 9464; SSH uses 2200.", ["22"]),
+    ("As the handbook explains (ref 9), retries stop at 2.", "retries stop at 2 [9]", []),
+])
+def test_a_claim_is_checked_for_the_values_a_user_acts_on(claim, source, missing):
+    assert citations.missing_facts(claim, [source]) == missing
+
+
+def test_a_supported_looking_claim_with_a_value_no_source_has_is_unsupported(fake_embedder):
+    cand = Candidate(chunk_id="c1", doc_id="d", title="TLS", text="The minimum TLS version tls.min_version defaults "
+                     "to 1.2 and can be raised to 1.3.")
+    gen = GenerationTrace(status="answered", backend="litellm", answer="The minimum TLS version tls.min_version "
+                          "defaults to 1.0 [1].", sources=(Source(number=1, chunk_id="c1", doc_id="d", title="TLS"),))
+    trace = citations.run(gen, (cand,), ValidateConfig(claim_threshold=0.3), StageContext(Models(embedder=fake_embedder)))
+    (claim,) = trace.claims
+    assert claim.best_similarity >= 0.3 and claim.verdict == "unsupported"
+    assert citations.claim_marker_verdicts(claim, 0.3) == {1: "unsupported"}
+
+
+@pytest.mark.parametrize(("answer", "copied"), [
+    ("Retries stop after two attempts, as the handbook explains [2].", [2]),
+    ("Marlin answers 421 when the SNI name and the Host header disagree [1][2].", [1, 2]),
+    ("Retries stop after two attempts [1].", []),                    # the model's own citation
+    ("As the handbook explains [3], retries stop.", []),             # a marker the source never wrote
+])
+def test_a_marker_copied_with_its_words_from_a_source_is_found(answer, copied):
+    sources = ["Retries stop after two attempts, as the handbook explains [2].",
+               "Marlin answers `421` when the SNI name and the Host header disagree [1][2]."]
+    assert sorted({n for _, n in citations.quoted_markers(answer, 0, len(answer), sources)}) == copied
+
+
+def test_a_copied_marker_is_no_citation_and_one_to_a_source_never_offered_stays_fabricated(fake_embedder):
+    text = "Retries stop after two attempts, as the handbook explains [2]. The operations handbook [9] has more."
+    cands = (Candidate(chunk_id="c1", doc_id="d", title="Retries", text=text),
+             Candidate(chunk_id="c2", doc_id="e", title="Other", text="Unrelated text about queues."))
+    sources = tuple(Source(number=i, chunk_id=c.chunk_id, doc_id=c.doc_id, title=c.title) for i, c in enumerate(cands, 1))
+    gen = GenerationTrace(status="answered", backend="litellm", sources=sources,
+                          answer="Retries stop after two attempts, as the handbook explains [2]. The operations "
+                                 "handbook [9] has more.")
+    trace = citations.run(gen, cands, ValidateConfig(), StageContext(Models(embedder=fake_embedder)))
+    first, second = trace.claims
+    assert first.markers == () and first.verdict == "uncited", "[2] was the source's, not the model's"
+    assert 9 in second.fabricated_markers and trace.fabricated_markers == (9,)
+    assert 2 not in trace.cited_sources
+    assert any(note.startswith(citations.COPIED_MARKER + "[2]") for note in trace.non_claims)

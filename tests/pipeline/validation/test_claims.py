@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+import threading
 
-from pipeline.validation.claims import split_claims
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.text.sentences import LIST_ITEM, MARKER, TABLE_RULE
+from pipeline.validation.claims import marker_numbers, split_claims
 
 
 def claims(answer: str) -> list[tuple[str, tuple[int, ...]]]:
@@ -161,3 +166,77 @@ def test_double_underscores_inside_identifiers_survive_and_paired_bold_is_unwrap
         ("Call __init__ once.", (2,)),
         ("This is important.", (3,)),
     ]
+
+
+# -- properties (hypothesis): any string, no traceback, no hang, nothing dropped -----------------------------
+
+_PIECES = st.sampled_from(["[1]", "[2, 3]", "[1-3]", "[Source 4]", "[99999]", "[1-100000]", "`", "``", "```", "~~~",
+                           "\n", "\n\n", "- ", "* ", "1. ", "# ", "| a | b |", "|---|---|", "**", "__", ". ", "? ",
+                           "e.g. ", "v2.3", "ERR_TIMEOUT_502", "delivery.timeout_ms", "...", ":", "> ", "\u2028",
+                           "\r\n", "\t", " ", "Yes.", "Here is what the sources say:"])
+ANSWERS = st.one_of(st.text(max_size=400), st.lists(st.one_of(_PIECES, st.text(max_size=12)), max_size=40).map("".join))
+
+
+def _uncovered(answer: str, sentences) -> list[int]:
+    """Positions of non-blank characters no sentence span covers, other than what is layout, not words: a
+    table rule line, a list item's bullet."""
+    spans = [(s.start, s.end) for s in sentences]
+    out = []
+    pos = 0
+    for line in answer.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        layout = len(LIST_ITEM.match(body).group()) if LIST_ITEM.match(body) else 0
+        if TABLE_RULE.match(body):
+            layout = len(body)
+        for i, ch in enumerate(body):
+            if not ch.isspace() and i >= layout and not any(a <= pos + i < b for a, b in spans):
+                out.append(pos + i)
+        pos += len(line)
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(ANSWERS)
+def test_any_string_splits_without_error_and_every_non_blank_character_is_in_a_sentence(answer):
+    sentences = split_claims(answer)
+    assert _uncovered(answer, sentences) == []
+    previous_end = 0
+    for s in sentences:
+        assert 0 <= s.start <= s.end <= len(answer)
+        assert s.start >= previous_end, "sentences are in order and do not overlap"
+        previous_end = s.end
+        assert s.is_claim == (not s.why_not)
+        assert all(isinstance(n, int) and n >= 0 for n in s.markers)
+        if s.markers:
+            assert s.is_claim or s.why_not in ("heading", "code"), "a marked sentence is always checked"
+
+
+@settings(max_examples=200, deadline=None)
+@given(ANSWERS)
+def test_every_marker_of_a_claim_is_written_in_its_span(answer):
+    for s in split_claims(answer):
+        written = {n for m in MARKER.finditer(answer, s.start, s.end) for n in marker_numbers(m.group(1))}
+        assert set(s.markers) <= written
+
+
+# Inputs the size of the longest answer the generator accepts (generate.check_reply caps a reply at
+# max_output_tokens * 8 characters) and beyond. "a. a. a. ..." stays one sentence to the end, and the sentence rule
+# (pipeline/text/sentences.py) re-reads the sentence so far at every full stop, so its cost grows with the square
+# of such a run: bounded by the reply cap, reported to the owner of that module.
+@pytest.mark.parametrize("answer", [
+    "[" * 20000 + "1" + "]" * 20000,
+    "a. " * 3000,
+    "`" * 30001,
+    "e.g. " * 10000 + "Kafka.",
+    ("- item [1]\n" * 5000),
+    "|" * 50000,
+    "[1, " * 5000 + "2]",
+    "x" * 300000,
+])
+def test_pathological_answers_finish(answer):
+    # A hang guard, not a speed check: run in a thread and give it far longer than any real answer needs.
+    result: list = []
+    worker = threading.Thread(target=lambda: result.append(split_claims(answer)), daemon=True)
+    worker.start()
+    worker.join(120)
+    assert result, "split_claims did not return"
