@@ -4,7 +4,9 @@ the app pointed at it with ``WORKBENCH_APP_MODELS=fake`` (``workbench.app.resour
 from __future__ import annotations
 
 import html
+import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,14 @@ def fake_demo_home(tmp_path_factory) -> Path:
 def app_env(fake_demo_home, monkeypatch) -> Path:
     monkeypatch.setenv("WORKBENCH_HOME", str(fake_demo_home))
     monkeypatch.setenv(MODELS_ENV, "fake")
+    return fake_demo_home
+
+
+@pytest.fixture
+def offline_env(fake_demo_home, monkeypatch) -> Path:
+    """The demo corpus with the fakes minus the reranker: what a machine without the cross-encoder serves."""
+    monkeypatch.setenv("WORKBENCH_HOME", str(fake_demo_home))
+    monkeypatch.setenv(MODELS_ENV, "fake-offline")
     return fake_demo_home
 
 
@@ -106,10 +116,15 @@ def errors_of(at: AppTest) -> list[str]:
 @pytest.fixture(scope="session")
 def real_demo_home(tmp_path_factory) -> Path:
     """The demo corpus ingested with the packaged MiniLM (what `make app` serves), closed again so that a
-    Streamlit subprocess can open it. Slow: about a minute on two cores."""
+    Streamlit subprocess can open it. Slow: minutes on two busy cores; ``WORKBENCH_TEST_REAL_HOME`` names a
+    store ingested the same way beforehand, which is copied instead (the tests may add documents to theirs)."""
     from pipeline.models.registry import default_models
 
     home = tmp_path_factory.mktemp("app-demo-real")
+    prebuilt = os.environ.get("WORKBENCH_TEST_REAL_HOME", "")
+    if prebuilt and (Path(prebuilt) / "store.sqlite").exists():
+        shutil.copytree(prebuilt, home, dirs_exist_ok=True)
+        return home
     with Store.open(home) as store:
         ingest_paths(store, [DEMO_CORPUS], PipelineConfig(), default_models(), progress=False)
     return home

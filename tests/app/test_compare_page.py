@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 from conftest import errors_of, html_of, open_app
 
 
 def _run(at, question: str, preset: str, extra: str = "", history: str = ""):
     at.text_input(key="compare.question").set_value(question)
     at.text_area(key="compare.history").set_value(history)
-    at.selectbox(key="compare.preset").set_value(preset)
+    box = at.selectbox(key="compare.preset")
+    box.set_value(next(o for o in box.options if o.startswith(preset)))
     at.text_area(key="compare.overrides").set_value(extra)
     at.button(key="compare.run").click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -22,7 +25,8 @@ def test_two_traces_are_shown_with_the_gate_flip_highlighted(app_env):
     assert any(h.startswith("A · config") for h in headers) and any(h.startswith("B · config") for h in headers)
     page = html_of(at)
     assert "class='wb-diff wb-diff-changed' data-diff='gate decision'" in page
-    assert "answer (rerank" in page and "abstain (rerank" in page
+    assert "A answer — rule rerank: rerank 0.982 ≥ 0.450" in page, "A's own condition, at the rerank precision"
+    assert "B abstain — rule rerank: rerank 0.982 &lt; 0.990" in page, "B compares the same condition"
     assert page.count("class=\"wb-answer\"") == 1 and "wb-abstention" in page
     configs = [df.value for df in at.dataframe if "setting" in df.value.columns]
     assert configs and configs[0].iloc[0]["setting"] == "gate.confidence_threshold_rerank"
@@ -34,7 +38,8 @@ def test_reranker_off_moves_ranks_and_changes_the_gate_rule(app_env):
     moves = next(df.value for df in at.dataframe if "movement" in df.value.columns)
     assert len(moves) >= 10
     assert any(m != "=" for m in moves["movement"]), "turning the reranker off reorders the top 10"
-    assert "(fused_and_dense " in html_of(at), "B's gate falls back to the offline fused-and-dense rule"
+    assert re.search(r"B (answer|abstain) — rule fused AND dense: fused 0\.\d{5} (≥|&lt;) 0\.\d{5} and dense",
+                     html_of(at)), "B's gate falls back to the offline fused-and-dense rule, both conditions shown"
 
 
 def test_rewrite_off_changes_the_follow_up_query(app_env):
@@ -53,3 +58,33 @@ def test_user_errors_are_one_line(app_env):
         at = _run(open_app("compare"), question, preset, extra, history)
         assert len(at.error) == 1 and expected in errors_of(at)[0], (expected, errors_of(at))
         assert not [s for s in at.subheader if s.value.startswith("A · config")]
+
+
+# -- issue 17, item 4: honest presets, no stale results, collapsed no-change tables ------------------------------
+
+def test_offline_presets_offer_no_no_op_and_stricter_is_stricter_on_the_rule_in_use(offline_env):
+    at = open_app("compare")
+    options = at.selectbox(key="compare.preset").options
+    assert not any(o.startswith("reranker") for o in options), "no reranker to turn off"
+    stricter = next(o for o in options if o.startswith("stricter"))
+    assert "fused AND dense" in stricter, "offline, auto applies fused AND dense"
+    values = [float(v) for v in re.findall(r"(\d\.\d+) → (\d\.\d+)", stricter)[0] + re.findall(
+        r"(\d\.\d+) → (\d\.\d+)", stricter)[1]]
+    assert values[1] > values[0] and values[3] > values[2], "both thresholds rise"
+
+
+def test_an_unchanged_ranking_is_one_line_and_the_answer_diff_has_no_raw_markdown(app_env):
+    at = _run(open_app("compare"), "What does ERR_TIMEOUT_502 mean?", "only the changes below",
+              "generate.extractive_sentences=2")
+    assert not [df for df in at.dataframe if "movement" in df.value.columns]
+    assert any(c.value.startswith("Rank movements: none") for c in at.caption)
+    answer_line = next(h for h in html_of(at).split("<div class='wb-diff") if "data-diff='answer'" in h)
+    assert "`" not in answer_line, "inline code is shown as code, not as backticks"
+
+
+def test_an_error_clears_the_previous_results(app_env):
+    at = _run(open_app("compare"), "What does ERR_TIMEOUT_502 mean?", "reranker off")
+    assert any(s.value.startswith("A · config") for s in at.subheader)
+    at = _run(at, "What does ERR_TIMEOUT_502 mean?", "only the changes below", "gate.nope=1")
+    assert len(at.error) == 1
+    assert not any(s.value.startswith("A · config") for s in at.subheader), "no stale results under the error"

@@ -4,10 +4,10 @@ the Gate lab's golden trade-off marks the sidebar's and the what-if operating po
 from __future__ import annotations
 
 import pytest
-from conftest import errors_of, open_app
+from conftest import errors_of, open_app, unmark
 
 from workbench import evaluate
-from workbench.app.eval_view import GALLERY
+from workbench.app.gallery_view import GALLERY
 
 
 @pytest.fixture
@@ -81,3 +81,50 @@ def test_gate_lab_golden_tradeoff_marks_both_operating_points(app_env, driver_ca
     assert points["answer_rate_answerable"][1] <= points["answer_rate_answerable"][0], \
         "a stricter what-if threshold cannot answer more"
     assert any(c.key == "gate.golden.tradeoff" for c in at.get("plotly_chart"))
+
+
+# -- issue 17: a failure gallery a researcher can act on, a readable Tune tab ---------------------------------
+
+def test_the_gallery_shows_what_was_expected_and_opens_a_case_in_ask(app_env):
+    at = _run(open_app("evaluate"), 60)
+    tables = [df.value for df in at.dataframe if "expected documents" in df.value.columns]
+    assert tables, "every failure kind with cases has a table"
+    for table in tables:
+        assert {"expected answer", "expected documents", "conversation before", "verdict", "gate"} <= set(table.columns)
+        assert table["gate"].str.contains(r"\d\.\d{3,5} (?:≥|<) \d\.\d{3,5}").all(), "full conditions, not truncated"
+        assert table["expected documents"].str.contains("✓|✗|–").all()
+    result = at.session_state["eval.result"].run
+    follow_ups = {c.question for c in result.cases if c.history}
+    shown = [q for t in tables for q, before in zip(t["question"], t["conversation before"], strict=True)
+             if q in follow_ups and before]
+    assert shown or not any(q in follow_ups for t in tables for q in t["question"]), \
+        "a follow-up is shown with the conversation before it"
+    button = next(b for b in at.button if b.key and b.key.endswith(".open_in_ask"))
+    chosen = next(s for s in at.selectbox if s.key and s.key.startswith("eval.gallery.")).value
+    case, trace = result.cases[chosen], result.traces[chosen]
+    button.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Ask"
+    turn = at.session_state["ask.turns"][-1]
+    assert turn.question == case.question and turn.trace.history == case.history
+    assert turn.trace.config_hash == trace.config_hash, "asked with the evaluation's configuration"
+
+
+def test_the_tune_tab_says_what_it_measured_in_percentages_and_sentences(app_env):
+    at = _run(open_app("evaluate"), 50)
+    captions = [unmark(c.value) for c in at.caption]
+    assert any(c.startswith("Measured on ") and "cases" in c for c in captions), "which cases the sweep used"
+    assert any(c.startswith("Replay check: replaying the gate rule") for c in captions), "a sentence, not a dict"
+    points = next(df for df in at.dataframe if "false answers (unanswerable)" in df.value.columns)
+    assert points.value["answered (answerable)"].between(0, 1).all()
+    assert any(a.value.startswith(("Recommended within", "The recommendation within")) for a in (*at.success, *at.info))
+
+
+def test_offline_the_tune_tab_hides_the_rerank_grid_and_says_why(offline_env):
+    at = _run(open_app("evaluate"), 30)
+    keys = {c.key for c in at.get("plotly_chart") if c.key}
+    assert "eval.tune.heatmap.auto" not in keys and "eval.tune.heatmap.fused_and_dense" in keys
+    captions = [unmark(c.value) for c in at.caption]
+    assert any("No rerank scores in this run" in c for c in captions)
+    assert any("grid (fused × rerank thresholds) is hidden" in c for c in captions)
+    assert any("× marks settings with more than" in m.value for m in at.markdown), "the × marks are explained"

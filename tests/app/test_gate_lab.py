@@ -45,8 +45,10 @@ def test_a_threshold_slider_flips_the_decision_without_recomputing_retrieval(app
     at.selectbox(key="gate.whatif.signal").set_value("fused").run()
     at.slider(key="gate.whatif.fused").set_value(0.0).run()
     assert _decision(at, "what-if") == "answer"
-    at.slider(key="gate.whatif.fused").set_value(0.05).run()
-    assert _decision(at, "what-if") == "abstain", "no fused score reaches 0.05 (two legs max 2/61)"
+    fused = at.slider(key="gate.whatif.fused")
+    assert fused.max == 0.0328, "the slider ends just above the highest possible fused score, 2/61"
+    fused.set_value(fused.max).run()
+    assert _decision(at, "what-if") == "abstain", "no fused score reaches the slider's end (two legs max 2/61)"
     assert _model_calls() == before
 
 
@@ -62,3 +64,18 @@ def test_empty_question_is_an_error(app_env):
     at = open_app("gate_lab")
     at.button(key="gate.search").click().run()
     assert len(at.error) == 1 and "empty" in at.error[0].value
+
+
+def test_what_if_sliders_show_each_threshold_at_its_precision(app_env):
+    at = open_app("gate_lab")
+    at.text_input(key="gate.question").set_value("What does ERR_TIMEOUT_502 mean?")
+    at.button(key="gate.search").click().run()
+    dense = at.slider(key="gate.whatif.dense")
+    assert dense.proto.format == "%.3f" and dense.value == PipelineConfig().gate.confidence_threshold_dense, \
+        "0.595 is shown as 0.595, not 0.59"
+    assert dense.proto.step == 0.005
+    fused = at.slider(key="gate.whatif.fused")
+    assert fused.proto.format == "%.5f" and fused.value == PipelineConfig().gate.confidence_threshold_fused
+    scales = next(df.value for df in at.dataframe if "what-if threshold" in df.value.columns)
+    assert scales.set_index("scale").loc["fused", "what-if threshold"] == \
+        f"{PipelineConfig().gate.confidence_threshold_fused:.5f}"

@@ -27,9 +27,10 @@ def test_every_tunable_has_a_widget_with_its_default(app_env):
     for t in tunables():
         assert _widget(at, t.key).value == t.default, t.key
     assert PipelineConfig().config_hash() in _hash_line(at)
-    labels = [w.label for w in at.sidebar.number_input]
-    assert "confidence_threshold_rerank (provisional)" in labels
-    assert "confidence_threshold_fused (provisional)" in labels
+    labels = {w.label: w for w in at.sidebar.number_input}
+    assert "Rerank threshold (provisional)" in labels and "Fused (RRF) threshold (provisional)" in labels
+    assert "gate.confidence_threshold_fused" in labels["Fused (RRF) threshold (provisional)"].help, \
+        "a human label, and the config key in the help"
 
 
 def test_a_change_moves_the_hash_and_survives_a_page_switch_then_reset_restores(app_env):
@@ -49,7 +50,7 @@ def test_export_is_the_current_config_as_json(app_env):
     at = open_app()
     _widget(at, "generate.extractive_sentences").set_value(5).run()
     exported = at.sidebar.get("download_button")[0]
-    assert exported.proto.label == "Export JSON"
+    assert exported.proto.label == "Export the configuration (JSON)"
     assert PipelineConfig().with_overrides({"generate.extractive_sentences": 5}).config_hash() in _hash_line(at)
 
 
@@ -84,3 +85,45 @@ def test_an_invalid_combination_is_reported_and_the_last_valid_config_is_used(ap
     assert len(at.sidebar.error) == 1
     assert "top" in at.sidebar.error[0].value and "candidates" in at.sidebar.error[0].value
     assert PipelineConfig().config_hash() in _hash_line(at)
+
+
+# -- threshold widgets: precision, step and range follow the signal's scale (issue 17, item 3) ---------------
+
+def test_fused_threshold_shows_five_decimals_and_one_step_stays_on_the_scale(app_env):
+    at = open_app()
+    fused = _widget(at, "gate.confidence_threshold_fused")
+    default = PipelineConfig().gate.confidence_threshold_fused
+    assert fused.proto.format == "%.5f", "0.03201 must not display as 0.0320"
+    assert fused.step == 0.0001 and fused.max == 0.0328, "steps of 0.0001, ending just above 2/61"
+    fused.increment().run()
+    assert _widget(at, "gate.confidence_threshold_fused").value == round(default + 0.0001, 5)
+    assert _widget(at, "gate.confidence_threshold_fused").value < 2 / 61, "one + never jumps above every score"
+
+
+def test_dense_and_rerank_thresholds_step_at_their_precision(app_env):
+    at = open_app()
+    dense = _widget(at, "gate.confidence_threshold_dense")
+    assert dense.proto.format == "%.3f" and dense.step == 0.005 and (dense.min, dense.max) == (-1.0, 1.0)
+    dense.increment().run()
+    assert round(_widget(at, "gate.confidence_threshold_dense").value, 3) == round(
+        PipelineConfig().gate.confidence_threshold_dense + 0.005, 3)
+    rerank = _widget(at, "gate.confidence_threshold_rerank")
+    assert rerank.proto.format == "%.3f" and rerank.step == 0.01 and (rerank.min, rerank.max) == (0.0, 1.0)
+
+
+def test_a_fusion_setting_that_puts_the_fused_threshold_out_of_reach_is_warned(app_env):
+    at = open_app()
+    _widget(at, "retrieve.rrf_k").set_value(100).run()
+    warnings = [w.value for w in at.sidebar.warning]
+    assert any("above the highest fused score" in w.replace("\\", "") and "abstains" in w for w in warnings), warnings
+    fused = _widget(at, "gate.confidence_threshold_fused")
+    assert fused.value == PipelineConfig().gate.confidence_threshold_fused, "the value is kept, not clamped"
+    _widget(at, "retrieve.rrf_k").set_value(60).run()
+    _widget(at, "retrieve.keyword_weight").set_value(2.0).run()
+    assert any("Fusion settings changed" in w.value for w in at.sidebar.warning), "a changed scale is said too"
+
+
+def test_the_reranker_note_appears_when_it_is_not_installed(offline_env):
+    at = open_app()
+    notes = [c.value for c in at.sidebar.caption]
+    assert any("Not installed here" in n for n in notes)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import html_of, markdown_of, open_app
+from conftest import html_of, markdown_of, open_app, texts_of
 
 from workbench.app.scenarios import SCENARIOS
 
@@ -29,6 +29,9 @@ def test_run_all_shows_every_scenario_and_the_provider_down_fallback(app_env):
     assert not at.exception and not at.error
     assert len(at.success) == len(SCENARIOS)
     page = html_of(at)
-    assert "fallback from litellm" in page and "Connection" in page, "the real litellm client was refused"
+    assert "fallback from litellm: the LLM provider could not be reached" in page, "a short label for the fallback"
+    assert "Connection" not in page, "the provider's exception is not in the answer's label"
+    assert "Connection" in texts_of(at), "it is one click away, under 'Why the litellm answer was not used'"
+    assert any(e.label == "Why the litellm answer was not used" for e in at.expander)
     at.toggle(key="tour.provider-down.trace").set_value(True).run()
     assert any("Fell back from litellm to extractive" in m for m in markdown_of(at))

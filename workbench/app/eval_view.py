@@ -1,24 +1,25 @@
 """Evaluate & tune and the Gate lab's golden-set part: the golden set run with a progress bar, then the
-evaluation's summary, the threshold sweep's figures and a failure gallery (``workbench.evaluate``,
-``workbench.sweep``, ``workbench.figures`` do the work; this module only renders them). Both pages walk the
-golden set with the CLI's driver: :func:`workbench.evaluate.evaluate` (ask, measured) on Evaluate & tune,
-:func:`workbench.evaluate.run_cases` (search only) in the Gate lab; :func:`progress_bar` is their progress."""
+evaluation's summary and the threshold sweep's figures (``workbench.evaluate``, ``workbench.sweep``,
+``workbench.figures`` do the work; this module only renders them; the failure gallery is ``gallery_view``).
+Both pages walk the golden set with the CLI's driver: :func:`workbench.evaluate.evaluate` (ask, measured) on
+Evaluate & tune, :func:`workbench.evaluate.run_cases` (search only) in the Gate lab; :func:`progress_bar` is
+their progress."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
 from pipeline.config import GateConfig, PipelineConfig
 from workbench import figures, sweep
-from workbench.app.answer_view import render_answer
+from workbench.app import thresholds
 from workbench.app.render import md
-from workbench.app.trace_view import render_trace
 from workbench.evaluate import Evaluation, GoldenRun
-from workbench.summary import supported_but_wrong
 
 DEFAULT_GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "golden.jsonl"
 HEADLINE = (("answer_rate_answerable", "answered (answerable)"),
@@ -29,10 +30,15 @@ HEADLINE = (("answer_rate_answerable", "answered (answerable)"),
 
 
 def progress_bar(label: str) -> Callable[[int, int, str], None]:
+    """A progress bar that names the case and, once a few are done, how long the rest should take."""
     bar = st.progress(0.0, text=label)
+    started = time.perf_counter()
 
     def update(done: int, total: int, case_id: str) -> None:
-        bar.progress(done / max(total, 1), text=f"{label}: {done}/{total}" + (f" ({case_id})" if case_id else ""))
+        elapsed = time.perf_counter() - started
+        left = f" · about {elapsed / done * (total - done):.0f} s left" if done >= 3 and done < total else ""
+        bar.progress(done / max(total, 1), text=f"{label}: {done}/{total}" + (f" ({case_id})" if case_id else "")
+                     + left)
     return update
 
 
@@ -40,6 +46,12 @@ def progress_bar(label: str) -> Callable[[int, int, str], None]:
 
 def _pct(value) -> str:
     return "–" if value is None else (f"{value:.1%}" if isinstance(value, float) else str(value))
+
+
+def rate_columns(columns) -> dict:
+    """Rates (and recall, precision) as percentages; other numbers to three decimals."""
+    return {c: st.column_config.NumberColumn(format="percent" if any(w in c for w in ("rate", "recall", "precision"))
+                                             else "%.3f") for c in columns}
 
 
 def render_summary(evaluation: Evaluation, key: str) -> None:
@@ -54,7 +66,8 @@ def render_summary(evaluation: Evaluation, key: str) -> None:
         st.dataframe(pd.DataFrame([{"metric": k, "value": _pct(v)} for k, v in s.items()
                                    if not isinstance(v, dict)]), hide_index=True, key=f"{key}.all")
         if s.get("per_tag"):
-            st.dataframe(pd.DataFrame(s["per_tag"]).T, key=f"{key}.tags")
+            tags = pd.DataFrame(s["per_tag"]).T
+            st.dataframe(tags, key=f"{key}.tags", column_config=rate_columns(tags.columns))
         if s.get("latency_ms"):
             st.dataframe(pd.DataFrame(s["latency_ms"]).T, key=f"{key}.latency")
             st.caption(md(s.get("latency_note", "")))
@@ -76,89 +89,118 @@ def tradeoff(result: GoldenRun, report: dict, points: list[dict]) -> object:
     return figures.tradeoff_figure(curves, points=points, max_far=report["max_false_answer_rate"])
 
 
-def render_tuning(result: GoldenRun, cfg: PipelineConfig, key: str) -> None:
+def split_label(summary: dict, cases: int) -> str:
+    """Which cases the figures were measured on, from the summary's ``split`` block when the evaluation
+    labels it (``{"part", "file", "seed", "cases"}``), else "all N cases"."""
+    split = summary.get("split") or {}
+    part, file = split.get("part"), split.get("file")
+    if not part or part == "all":
+        return f"all {cases} cases of the golden set" + (f" (split file {Path(file).name} not applied)" if file else "")
+    seed = f", seed {split['seed']}" if split.get("seed") is not None else ""
+    source = Path(file).name if file else "–"
+    return f"the {part} part of the golden set: {split.get('cases', cases)} cases ({source}{seed})"
+
+
+def _same_setting(best: dict, gate: GateConfig) -> bool:
+    """The recommendation is the configured rule with the configured thresholds (at their precision)."""
+    if best.get("signal") != gate.signal:
+        return False
+    for key_name in sweep.RULE_KEYS.get(best.get("rule") or "", ()):
+        signal = key_name[2:]
+        if thresholds.fmt(signal, best[key_name]) != thresholds.fmt(signal, getattr(gate, sweep.FIELDS[key_name])):
+            return False
+    return True
+
+
+def replay_check(result: GoldenRun, fallback: GateConfig) -> tuple[int, int]:
+    """(cases whose stored gate decision the sweep's replay does not reproduce, cases) under the run's own
+    gate settings: the sweep is only as good as this agreement."""
+    configs = [t.config for t in result.traces if t.config is not None]
+    gate = configs[0].gate if configs else fallback
+    replayed = result.scores().answers(sweep.configured_rule(gate), **sweep.thresholds_of(gate))
+    stored = np.array([t.gate.decision == "answer" for t in result.traces], dtype=bool)
+    return int((np.asarray(replayed, dtype=bool) != stored).sum()), len(stored)
+
+
+def _points_table(points: list[dict], key: str) -> None:
+    rows = []
+    for p in points:
+        setting = ", ".join(f"{k[2:]} {thresholds.fmt(k[2:], p[k])}" for k in ("t_rerank", "t_fused", "t_dense")
+                            if k in p)
+        rows.append({"": p["label"], "thresholds": setting, "answered (answerable)": p["answer_rate_answerable"],
+                     "false answers (unanswerable)": p["false_answer_rate_unanswerable"]})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key=key, column_config={
+        "answered (answerable)": st.column_config.NumberColumn(format="percent"),
+        "false answers (unanswerable)": st.column_config.NumberColumn(format="percent")})
+
+
+def _separate_labels(fig) -> None:
+    """Current and recommended threshold labels on either side of their lines, so they never overlap each
+    other, and inside the panel, below its title."""
+    for annotation in fig.layout.annotations:
+        text = annotation.text or ""
+        if text.startswith("current"):
+            annotation.update(xanchor="right", yanchor="top")
+        elif text.startswith("recommended"):
+            annotation.update(xanchor="left", yanchor="top")
+
+
+def render_tuning(result: GoldenRun, cfg: PipelineConfig, key: str, measured_on: str = "") -> None:
+    """The threshold sweep of one golden run; ``measured_on`` says which cases (the split label)."""
+    if measured_on:
+        st.caption(md(f"Measured on {measured_on}."))
     max_far = st.select_slider("False-answer bound", options=[0.0, 0.02, 0.05, 0.1, 0.2, 0.3], value=0.05,
                                key=f"{key}.max_far", format_func=lambda v: f"{v:.0%}")
     report = tune_report(result, cfg.gate, max_far)
     best = sweep.recommend(report)
-    points = [operating_point(result, cfg.gate, f"current ({cfg.gate.signal})")]
+    current = operating_point(result, cfg.gate, f"current ({cfg.gate.signal})")
+    points = [current]
     if best.get("signal"):
-        points.append({"label": f"recommended ({best['signal']})", **best})
         cv = best["cross_validated"]
-        st.success(md(f"Recommended within {max_far:.0%} false answers: {' '.join(best['settings'])} — answers "
-                      f"{best['answer_rate_answerable']:.1%} of answerable, "
-                      f"{best['false_answer_rate_unanswerable']:.1%} false answers (5-fold cross-validated: "
-                      f"{cv['answer_rate_answerable']:.1%} / {cv['false_answer_rate_unanswerable']:.1%})."))
+        rates = (f"answers {best['answer_rate_answerable']:.1%} of answerable with "
+                 f"{best['false_answer_rate_unanswerable']:.1%} false answers (5-fold cross-validated: "
+                 f"{cv['answer_rate_answerable']:.1%} / {cv['false_answer_rate_unanswerable']:.1%})")
+        if _same_setting(best, cfg.gate):
+            current["label"] = f"current = recommended ({cfg.gate.signal})"
+            st.info(md(f"The recommendation within {max_far:.0%} false answers is the current setting: nothing to "
+                       f"change. It {rates}."))
+        else:
+            points.append({"label": f"recommended ({best['signal']})", **best})
+            st.success(md(f"Recommended within {max_far:.0%} false answers: {' '.join(best['settings'])} — {rates}."))
     else:
         st.warning(md(best.get("why", "no recommendation")))
-    st.plotly_chart(tradeoff(result, report, points), key=f"{key}.tradeoff", width="stretch")
+    _points_table(points, f"{key}.points")
+    mismatches, cases = replay_check(result, cfg.gate)
+    st.caption(f"Replay check: replaying the gate rule over the stored scores reproduces the stored decision of "
+               f"{'all ' if not mismatches else ''}{cases - mismatches} of {cases} cases"
+               + ("." if not mismatches else f"; {mismatches} differ (early-stopped reranking makes a replay "
+                                              "inexact), so treat the sweep as approximate."))
+    figure = tradeoff(result, report, points)
+    for trace in figure.data[len(figure.data) - len(points):]:
+        trace.textposition = "bottom right" if trace.name.startswith("recommended") else "top left"
+    st.plotly_chart(figure, key=f"{key}.tradeoff", width="stretch")
     scores = result.scores()
-    thresholds = {name: {"current": getattr(cfg.gate, sweep.FIELDS[f"t_{name}"])} for name in sweep.SIGNALS}
-    for key_name in sweep.RULE_KEYS.get(best.get("rule") or "", ()):
-        signal = key_name[2:]
-        if signal in thresholds:
-            thresholds[signal]["recommended"] = best[key_name]
+    marks = {name: {"current": getattr(cfg.gate, sweep.FIELDS[f"t_{name}"])} for name in sweep.SIGNALS}
+    if len(points) > 1:
+        for key_name in sweep.RULE_KEYS.get(best.get("rule") or "", ()):
+            if key_name[2:] in marks:
+                marks[key_name[2:]]["recommended"] = best[key_name]
     aucs = {name: r.get("roc_auc") for name, r in report["rules"].items()}
-    st.plotly_chart(figures.score_distributions_figure({n: scores.signal(n) for n in sweep.SIGNALS},
-                                                       scores.answerable, thresholds, aucs),
-                    key=f"{key}.distributions", width="stretch")
+    distributions = figures.score_distributions_figure({n: scores.signal(n) for n in sweep.SIGNALS},
+                                                       scores.answerable, marks, aucs)
+    _separate_labels(distributions)
+    st.plotly_chart(distributions, key=f"{key}.distributions", width="stretch")
+    missing = [n for n in sweep.SIGNALS if n not in scores.available()]
+    if missing:
+        st.caption(md(f"No {' or '.join(missing)} scores in this run (the model did not run), so "
+                      f"{'they are' if len(missing) > 1 else 'it is'} not plotted and no rule reading "
+                      f"{'them' if len(missing) > 1 else 'it'} is swept."))
+    st.markdown(f"**Answer rate over two thresholds** (colour: share of answerable questions answered; × marks "
+                f"settings with more than {max_far:.0%} false answers on unanswerable ones)")
     for name, grid in report["grids"].items():
+        needs = {"auto": "rerank"}.get(name)
+        if needs in missing:
+            st.caption(md(f"The {name} grid (fused × {needs} thresholds) is hidden: without {needs} scores every "
+                          f"row would be the same."))
+            continue
         st.plotly_chart(figures.heatmap_figure(grid, max_far=max_far), key=f"{key}.heatmap.{name}", width="stretch")
-
-
-# -- the failure gallery --------------------------------------------------------------------------------
-
-GALLERY = (("false answers", lambda r: not r.answerable and not r.abstained),
-           ("false abstentions", lambda r: r.answerable and r.abstained),
-           ("supported but wrong", lambda r: r.answerable and supported_but_wrong(r)),
-           ("unsupported claims", lambda r: r.unsupported_claims > 0),
-           ("fabricated markers", lambda r: r.fabricated_markers > 0))
-
-
-def gallery_rows(result: GoldenRun) -> dict[str, list[int]]:
-    """Case indices per failure kind."""
-    return {name: [i for i, r in enumerate(result.rows) if test(r)] for name, test in GALLERY}
-
-
-def _wrong_answer_columns(result: GoldenRun, i: int) -> dict:
-    """The expected answer beside the answer, and why the correctness check called it wrong."""
-    c = result.rows[i].correctness
-    return {"expected answer": result.cases[i].expected_answer or "–", "answer": result.traces[i].answer,
-            "why wrong": c.why if c else "–", "token recall": c.token_recall if c else None,
-            "semantic": c.semantic if c else None}
-
-
-def render_expected_beside_answer(result: GoldenRun, i: int) -> None:
-    expected, answer = st.columns(2)
-    expected.markdown("**Expected answer**")
-    expected.markdown(md(result.cases[i].expected_answer or "–"))
-    answer.markdown("**Answer** (every claim supported by its citation)")
-    answer.markdown(md(result.traces[i].answer))
-    c = result.rows[i].correctness
-    if c is not None:
-        st.caption(md(f"verdict {c.verdict}: {c.why}"))
-
-
-def render_gallery(result: GoldenRun, key: str) -> None:
-    groups = gallery_rows(result)
-    tabs = st.tabs([f"{name} ({len(idx)})" for name, idx in groups.items()])
-    for tab, (name, idx) in zip(tabs, groups.items(), strict=True):
-        slug = name.replace(" ", "-")
-        with tab:
-            if not idx:
-                st.success(f"No {name} in this run.")
-                continue
-            st.dataframe(pd.DataFrame([{
-                "id": result.rows[i].id, "question": result.rows[i].question, "answerable": result.rows[i].answerable,
-                "abstained by": result.rows[i].abstained_by or "–", "gate": f"{result.rows[i].gate_scale} "
-                f"{result.rows[i].gate_score:.4f} vs {result.rows[i].gate_threshold:g}",
-                "unsupported": result.rows[i].unsupported_claims, "fabricated": result.rows[i].fabricated_markers,
-                "tags": ", ".join(result.rows[i].tags),
-                **(_wrong_answer_columns(result, i) if name == "supported but wrong" else {})} for i in idx]),
-                hide_index=True, key=f"{key}.{slug}.table")
-            labels = {i: f"{result.rows[i].id}: {result.rows[i].question[:90]}" for i in idx}
-            chosen = st.selectbox("Open the trace of", idx, format_func=labels.get, key=f"{key}.{slug}.open")
-            if name == "supported but wrong":
-                render_expected_beside_answer(result, chosen)
-            render_answer(result.traces[chosen], key=f"{key}.{slug}.answer")
-            render_trace(result.traces[chosen], key=f"{key}.{slug}.trace")

@@ -7,11 +7,12 @@ import dataclasses
 import pandas as pd
 import streamlit as st
 
-from pipeline.config import GateConfig, PipelineConfig
+from pipeline.config import GateConfig, PipelineConfig, RetrieveConfig
 from pipeline.gate import stage as gate
 from pipeline.trace import Trace
-from workbench.app import charts, render
+from workbench.app import charts, render, thresholds
 from workbench.app.render import esc, md
+from workbench.app.thresholds import fmt
 
 TRACE = "gate.trace"
 INPUTS = "gate.inputs"
@@ -24,18 +25,24 @@ def load_trace(trace: Trace, cfg: PipelineConfig) -> None:
     st.session_state[TRACE] = trace
     st.session_state[INPUTS] = gate.gate_inputs(trace.retrieval, trace.rerank)
     source = (trace.config or cfg).gate
-    for name, value in _slider_values(source).items():
+    for name, value in _slider_values(source, fusion_of(trace)).items():
         st.session_state[f"{WHATIF}.{name}"] = value
 
 
-FUSED_MAX = 0.05
+def fusion_of(trace: Trace) -> RetrieveConfig:
+    """The fusion settings the trace's fused scores were computed with (its k and leg weights)."""
+    ret = trace.retrieval
+    base = trace.config.retrieve if trace.config is not None else RetrieveConfig()
+    return dataclasses.replace(base, rrf_k=ret.rrf_k, dense_weight=ret.dense_weight, keyword_weight=ret.keyword_weight)
 
 
-def _slider_values(g: GateConfig) -> dict[str, object]:
+def _slider_values(g: GateConfig, fusion: RetrieveConfig) -> dict[str, object]:
     """The run's gate settings, clamped into the sliders' ranges."""
-    return {"signal": g.signal, "rerank": float(g.confidence_threshold_rerank),
-            "fused": min(float(g.confidence_threshold_fused), FUSED_MAX),
-            "dense": float(g.confidence_threshold_dense)}
+    out: dict[str, object] = {"signal": g.signal}
+    for signal in thresholds.SIGNALS:
+        spec = thresholds.spec(signal, fusion)
+        out[signal] = min(max(float(getattr(g, thresholds.FIELD[signal])), spec.lo), spec.hi)
+    return out
 
 
 def whatif_config(base: GateConfig, key: str = WHATIF) -> GateConfig:
@@ -61,16 +68,15 @@ def render_whatif(cfg: PipelineConfig, key: str = WHATIF) -> None:
     st.markdown(f"**{md(trace.question, limit=160)}** · corpus version {trace.corpus_version} · "
                 f"run config `{trace.config_hash}`")
     base = (trace.config or cfg).gate
-    for name, value in _slider_values(base).items():
+    fusion = fusion_of(trace)
+    for name, value in _slider_values(base, fusion).items():
         # Streamlit drops a widget's value when another page is shown; start again from the run's config.
         st.session_state.setdefault(f"{key}.{name}", value)
     st.selectbox("what-if signal", SIGNALS, key=f"{key}.signal")
-    a, b, c = st.columns(3)
-    a.slider("rerank threshold", 0.0, 1.0, step=0.01, key=f"{key}.rerank",
-             help="Sigmoid of the cross-encoder logit.")
-    b.slider("fused threshold", 0.0, FUSED_MAX, step=0.0005, format="%.4f", key=f"{key}.fused",
-             help="RRF: two legs and k=60 give at most 2/61 ≈ 0.033.")
-    c.slider("dense threshold", -1.0, 1.0, step=0.01, key=f"{key}.dense", help="Cosine of the best dense hit.")
+    for column, signal in zip(st.columns(3), thresholds.SIGNALS, strict=True):
+        spec = thresholds.spec(signal, fusion)
+        column.slider(f"{signal} threshold", spec.lo, spec.hi, step=spec.step, format=spec.format,
+                      key=f"{key}.{signal}", help=spec.help)
     original = trace.gate
     replayed = gate.decide(inputs, whatif_config(base, key))
     changed = replayed.decision != original.decision
@@ -79,23 +85,33 @@ def render_whatif(cfg: PipelineConfig, key: str = WHATIF) -> None:
                f"{esc(original.decision)} → {esc(replayed.decision)}</div>" if changed else ""))
     st.plotly_chart(charts.gate_figure(replayed), key=f"{key}.gauge", width="stretch")
     rows = []
-    thresholds = {"rerank": st.session_state[f"{key}.rerank"], "fused": st.session_state[f"{key}.fused"],
-                  "dense": st.session_state[f"{key}.dense"]}
     for scale, best in (("rerank", inputs.best_rerank), ("fused", inputs.best_fused), ("dense", inputs.best_dense)):
-        threshold = thresholds[scale]
+        threshold = st.session_state[f"{key}.{scale}"]
         score = best[1] if best else None
-        rows.append({"scale": scale, "top score": score, "top chunk": best[0] if best else "–",
-                     "what-if threshold": threshold, "would answer": None if score is None else score >= threshold,
+        rows.append({"scale": scale, "top score": fmt(scale, score), "what-if threshold": fmt(scale, threshold),
+                     "would answer": None if score is None else score >= threshold,
                      "read by the what-if gate": scale == replayed.scale
-                     or (replayed.scale == "fused_and_dense" and scale in ("fused", "dense"))})
+                     or (replayed.scale == "fused_and_dense" and scale in ("fused", "dense")),
+                     "top chunk": best[0] if best else "–"})
     st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}.scales")
     if not inputs.rerank_ran:
         st.caption(md(f"No rerank score in this run ({inputs.no_rerank_reason}): auto requires fused AND dense, "
                       "rerank falls back to fused alone."))
     if replayed.closest_documents:
         st.caption("Closest documents the what-if abstention would show")
-        st.dataframe(pd.DataFrame([dataclasses.asdict(d) for d in replayed.closest_documents]), hide_index=True,
-                     key=f"{key}.closest")
+        st.dataframe(pd.DataFrame([{**dataclasses.asdict(d), "score": fmt(d.scale, d.score)}
+                                   for d in replayed.closest_documents]), hide_index=True, key=f"{key}.closest")
+
+
+def rate_columns() -> dict:
+    """Rates as percentages, thresholds at their scale's precision."""
+    percent = st.column_config.NumberColumn
+    config = {name: percent(label, format="percent") for name, label in (
+        ("answer_rate_answerable", "answered (answerable)"),
+        ("false_answer_rate_unanswerable", "false answers (unanswerable)"))}
+    for key_name, signal in (("t_rerank", "rerank"), ("t_fused", "fused"), ("t_dense", "dense")):
+        config[key_name] = percent(f"{signal} threshold", format=f"%.{thresholds.DIGITS[signal]}f")
+    return config
 
 
 def render_golden_tradeoff(cfg: PipelineConfig, pipe, key: str) -> None:
@@ -131,4 +147,4 @@ def render_golden_tradeoff(cfg: PipelineConfig, pipe, key: str) -> None:
         points.append(operating_point(result, what_if, f"what-if ({what_if.signal})"))
     report = tune_report(result, cfg.gate, max_far=0.05)
     st.plotly_chart(tradeoff(result, report, points), key=f"{key}.tradeoff", width="stretch")
-    st.dataframe(pd.DataFrame(points), hide_index=True, key=f"{key}.points")
+    st.dataframe(pd.DataFrame(points), hide_index=True, key=f"{key}.points", column_config=rate_columns())

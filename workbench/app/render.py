@@ -70,12 +70,25 @@ def marker_html(number: int, verdict: str, similarity: float | None = None) -> s
 _MARKER = re.compile(r"\[\s*(\d+(?:\s*[,;]\s*\d+)*)\s*\]")
 _CODE = re.compile(r"`([^`\n]+)`")
 _BOLD = re.compile(r"\*\*([^*\n]+)\*\*")
+_EMPHASIS = re.compile(r"(?<![*\w])\*(?![*\s])([^*\n]+?)(?<!\s)\*(?![*\w])")
 
 
 def _inline(escaped: str) -> str:
-    """`code` and **bold** of already-escaped text as our own tags (the answer quotes Markdown sources)."""
-    escaped = _CODE.sub(r"<code>\1</code>", escaped)
-    return _BOLD.sub(r"<b>\1</b>", escaped)
+    """`code`, **bold** and *emphasis* of already-escaped text as our own tags (the answer quotes Markdown
+    sources; literal asterisks around a word read as noise). Inside code nothing else is converted."""
+    pieces = _CODE.split(escaped)
+    out = []
+    for i, piece in enumerate(pieces):
+        if i % 2:
+            out.append(f"<code>{piece}</code>")
+        else:
+            out.append(_EMPHASIS.sub(r"<em>\1</em>", _BOLD.sub(r"<b>\1</b>", piece)))
+    return "".join(out)
+
+
+def inline_html(text: str) -> str:
+    """Plain text (an answer excerpt) escaped, its inline Markdown shown as formatting, citation markers kept."""
+    return _inline(esc(text))
 
 
 def _colour_markers(segment: str, verdicts: dict[int, str], similarities: dict[int, float | None]) -> str:
@@ -123,9 +136,12 @@ def fabricated_html(validation: ValidationTrace) -> str:
             f"(sources never offered to the generator): {esc(markers)}</div>")
 
 
-def abstention_html(trace: Trace) -> str:
+def abstention_html(trace: Trace, reason: str = "") -> str:
+    """The fixed abstention sentence, and under it why, in words (``workbench.app.explain``)."""
+    why = (f'<div class="wb-abstention-reason" style="margin-top:0.3em;font-weight:600">{esc(reason)}</div>'
+           if reason else "")
     return (f'<div class="wb-abstention" style="border-left:4px solid {SLATE};padding:0.4em 0.8em;'
-            f'background:#f8fafc">{esc(trace.answer)}</div>')
+            f'background:#f8fafc">{esc(trace.answer)}{why}</div>')
 
 
 def legend_html() -> str:
@@ -133,19 +149,25 @@ def legend_html() -> str:
                      chip("not cited (dimmed)", SLATE, SLATE_BG), chip("superseded in part", AMBER, AMBER_BG)])
 
 
-def source_line_html(number: int, title: str, doc_id: str, version: str, *, cited: bool,
-                     superseded_reason: str | None, verdicts: list[str]) -> str:
-    """One line of the sources list: [n] title (doc, version), verdict chips, badge; dimmed if uncited."""
-    parts = [f'<b>[{number}]</b> {esc(title)} <span style="color:{SLATE}">({esc(doc_id)}'
+def source_line_html(numbers: int | list[int], title: str, doc_id: str, version: str, *, cited: bool,
+                     superseded_reason: str | None, verdicts: list[str], uncited: list[int] = ()) -> str:
+    """One line of the sources list per document: [n][m] title (doc, version), verdict chips, badge; the
+    whole line dimmed if none of its passages is cited, a "not cited" chip naming the ones that are not."""
+    numbers = [numbers] if isinstance(numbers, int) else list(numbers)
+    label = "".join(f"[{n}]" for n in numbers)
+    parts = [f'<b>{label}</b> {esc(title)} <span style="color:{SLATE}">({esc(doc_id)}'
              + (f", v{esc(version)}" if version else "") + ")</span>"]
     parts += [verdict_chip(v) for v in verdicts]
     if not cited:
         parts.append(chip("not cited", SLATE, SLATE_BG, css="wb-uncited-chip"))
+    elif uncited:
+        parts.append(chip("not cited: " + "".join(f"[{n}]" for n in uncited), SLATE, SLATE_BG, css="wb-uncited-chip"))
     if superseded_reason is not None:
         parts.append(superseded_badge(superseded_reason))
     style = "opacity:0.45" if not cited else ""
     css = "wb-source wb-uncited" if not cited else "wb-source wb-cited"
-    return f'<div class="{css}" data-source="{number}" style="{style}">{" ".join(parts)}</div>'
+    return (f'<div class="{css}" data-source="{numbers[0]}" data-sources="{" ".join(map(str, numbers))}" '
+            f'style="{style}">{" ".join(parts)}</div>')
 
 
 def fmt(value: float | None, digits: int = 4) -> str:

@@ -3,11 +3,18 @@
 Nothing else in the app loads a model or opens the store. Two environment variables choose what is built:
 
 - ``WORKBENCH_HOME``: the data directory (default ``.workbench``), as for the CLI (``make app`` sets it).
-- ``WORKBENCH_APP_MODELS``: ``default`` (the configured models, resolved by :mod:`pipeline.models.registry`) or
+- ``WORKBENCH_APP_MODELS``: ``default`` (the configured models, resolved by :mod:`pipeline.models.registry`),
   ``fake`` (the deterministic fakes of :mod:`pipeline.testing`: hashing embedder, term-overlap reranker,
-  no LLM). ``fake`` is the test hook: AppTest sets it with a temporary ``WORKBENCH_HOME`` so page tests are
-  fast and need no model files. It is also usable for a UI demo on a machine without the models, and every
-  page says when it is on. A store must be ingested with the same kind of embedder it is queried with.
+  no LLM) or ``fake-offline`` (the same fakes without a reranker, as on a machine where the cross-encoder
+  is not installed). ``fake`` is the test hook: AppTest sets it with a temporary ``WORKBENCH_HOME`` so page
+  tests are fast and need no model files. It is also usable for a UI demo on a machine without the models,
+  and every page says when it is on. A store must be ingested with the same kind of embedder it is queried
+  with.
+
+Models load lazily, so without a warm-up the first question would also pay for loading them. :func:`warm_up`
+loads the embedder and the reranker once per process and configuration, before the first question, with a
+line per model for the page's progress box, and records which one is unavailable and why (the pages show
+that once, as a banner).
 
 The embedded Qdrant store takes an exclusive lock, so one process opens one ``Store`` per data directory;
 pages, the Corpus page's ingest and the run log all share the objects cached here.
@@ -16,17 +23,21 @@ pages, the Corpus page's ingest and the run log all share the objects cached her
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import streamlit as st
 
+from pipeline.config import PipelineConfig
 from pipeline.engine import Pipeline
 from pipeline.models.registry import Models, default_models
 from pipeline.storage.runs import RunLog
 from pipeline.storage.store import Store, StoreError, data_dir
 
 MODELS_ENV = "WORKBENCH_APP_MODELS"
-MODEL_KINDS = ("default", "fake")
+MODEL_KINDS = ("default", "fake", "fake-offline")
 
 
 def home() -> Path:
@@ -48,10 +59,10 @@ def _store(home_dir: str) -> Store:
 
 @st.cache_resource(show_spinner=False)
 def _models(kind: str) -> Models:
-    if kind == "fake":
+    if kind in ("fake", "fake-offline"):
         from pipeline.testing import fake_models
 
-        return fake_models()
+        return fake_models(reranker=kind == "fake")
     return default_models()
 
 
@@ -75,6 +86,79 @@ def pipeline() -> Pipeline:
     return _pipeline(str(home()), models_kind())
 
 
+@st.cache_resource(show_spinner=False)
+def _evaluations(home_dir: str, kind: str) -> dict:
+    return {}
+
+
+def evaluations() -> dict:
+    """Golden-set evaluations of this process, keyed by (golden path, limit, config hash, corpus version):
+    a run with the same key would produce the same traces (the pipeline is deterministic with the cache off)."""
+    return _evaluations(str(home()), models_kind())
+
+
 def run_log() -> RunLog:
     """The audit log the pipeline writes to (one connection per process)."""
     return pipeline().runs
+
+
+# -- loading the models before the first question ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """What :func:`warm_up` found: "" for a model that loaded, else why it is unavailable."""
+    embedder_error: str = ""
+    reranker_error: str = ""
+    reranker_model: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def reranker_loaded(self) -> bool:
+        """The reranker was loaded and scored (False when it is unavailable or rerank is off)."""
+        return "reranker" in self.seconds and not self.reranker_error
+
+
+@st.cache_resource(show_spinner=False)
+def _warmed() -> dict[tuple, ModelStatus]:
+    return {}
+
+
+def _warm_key(cfg: PipelineConfig) -> tuple:
+    r = cfg.rerank
+    return (models_kind(), cfg.embedding.model, cfg.embedding.batch_size, r.enabled, r.model, r.precision,
+            r.max_tokens, r.batch_size)
+
+
+def warm_status(cfg: PipelineConfig) -> ModelStatus | None:
+    """The status of an earlier warm-up for ``cfg``'s models, or None when they have not been loaded yet."""
+    return _warmed().get(_warm_key(cfg))
+
+
+def warm_up(cfg: PipelineConfig, step: Callable[[str], None] = lambda line: None) -> ModelStatus:
+    """Load (and run once) the embedder and, when enabled, the reranker; ``step`` hears one line per model."""
+    key = _warm_key(cfg)
+    done = _warmed().get(key)
+    if done is not None:
+        return done
+    m, seconds, errors = models(), {}, {"embedder": "", "reranker": ""}
+    step(f"Embedder {cfg.embedding.model} ...")
+    started = time.perf_counter()
+    try:
+        m.embedder(cfg.embedding).encode(["warm-up"])
+    except Exception as exc:  # a model that cannot load is reported on the page, never a crash
+        errors["embedder"] = f"{type(exc).__name__}: {exc}"
+    seconds["embedder"] = time.perf_counter() - started
+    step(f"Embedder ready ({seconds['embedder']:.1f} s)" if not errors["embedder"] else "Embedder unavailable")
+    if cfg.rerank.enabled:
+        step(f"Reranker {cfg.rerank.model} ({cfg.rerank.precision}) ...")
+        started = time.perf_counter()
+        try:
+            m.reranker(cfg.rerank).score("warm-up", ["warm-up"])
+        except Exception as exc:
+            errors["reranker"] = str(exc) or type(exc).__name__
+        seconds["reranker"] = time.perf_counter() - started
+        step(f"Reranker ready ({seconds['reranker']:.1f} s)" if not errors["reranker"] else
+             "Reranker not available: the gate will use the fused and dense checks")
+    status = ModelStatus(errors["embedder"], errors["reranker"], cfg.rerank.model, seconds)
+    _warmed()[key] = status
+    return status

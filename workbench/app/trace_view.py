@@ -1,8 +1,10 @@
 """The whole trace of one run, stage by stage, as tabs: every field each stage computed is on screen.
 
-Each tab shows the stage's story first (what happened and why) and ends with "all fields", the stage record
-as JSON, so nothing a stage computes is hidden even when it has no dedicated widget. All corpus and model
-text is shown with ``st.text`` / ``st.code`` / ``st.dataframe`` / ``st.json`` or escaped (``render``).
+Each tab shows the stage's story first (what happened and why), its fields as a table and its rows; the Run
+tab ends with the raw trace, every field of every stage as JSON (one per answer), so nothing a stage
+computes is hidden even when it has no dedicated widget. Scores are shown at their scale's precision
+(``workbench.app.thresholds``). All corpus and model text is shown with ``st.text`` / ``st.code`` /
+``st.dataframe`` / ``st.json`` or escaped (``render``).
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ import streamlit as st
 from pipeline.trace import Trace
 from workbench.app import charts, render
 from workbench.app.render import esc, fmt, md
+from workbench.app.thresholds import conditions_text, rule_name
+from workbench.app.thresholds import fmt as score_fmt
 
 STAGE_TABS = ("Rewrite", "Retrieval", "Rerank", "Gate", "Generation", "Validation", "Trust", "Run")
+TOP_CANDIDATES = 20
 
 
 def _kv(pairs: list[tuple[str, object]], key: str) -> None:
@@ -37,24 +42,37 @@ def _plain(value: object) -> str:
     return str(value) if str(value) != "" else "–"
 
 
-def _all_fields(record: object, drop: tuple[str, ...] = ()) -> None:
-    data = dataclasses.asdict(record)
-    for name in drop:
-        data.pop(name, None)
-    with st.expander("all fields (JSON)"):
-        st.json(data, expanded=False)
+def _timings_table(timings: dict[str, float], key: str, caption: str = "") -> None:
+    """Stage (or leg) times as a small table, slowest first after the total."""
+    if not timings:
+        return
+    rows = [{"stage": k, "ms": round(v, 1)} for k, v in timings.items() if k != "total"]
+    rows.sort(key=lambda r: -r["ms"])
+    if "total" in timings:
+        rows.append({"stage": "total", "ms": round(timings["total"], 1)})
+    if caption:
+        st.caption(md(caption))
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key=key, width=320,
+                 column_config={"ms": st.column_config.NumberColumn("ms", format="%.1f")})
 
 
-def render_trace(trace: Trace, key: str) -> None:
+def render_trace(trace: Trace, key: str, rewrite_note: str = "") -> None:
+    """Every stage of ``trace`` as a tab; ``rewrite_note`` says why the conversation was or was not sent
+    (the Ask page decides that before the pipeline runs)."""
     tabs = st.tabs(list(STAGE_TABS))
     sections = (_rewrite, _retrieval, _rerank, _gate, _generation, _validation, _trust, _run)
     for tab, section in zip(tabs, sections, strict=True):
         with tab:
-            section(trace, f"{key}.{section.__name__.strip('_')}")
+            if section is _rewrite:
+                section(trace, f"{key}.rewrite", rewrite_note)
+            else:
+                section(trace, f"{key}.{section.__name__.strip('_')}")
 
 
-def _rewrite(trace: Trace, key: str) -> None:
+def _rewrite(trace: Trace, key: str, note: str = "") -> None:
     rw = trace.rewrite
+    if note:
+        st.info(md(f"Conversation: {note}"))
     outcome = {"accepted": "accepted", "expanded": "expanded with history terms", "rejected": "rejected",
                "failed": "failed", "skipped": "skipped", "off": "off"}.get(rw.status, rw.status)
     colour = render.ROSE if rw.status in ("rejected", "failed") else render.EMERALD
@@ -63,8 +81,11 @@ def _rewrite(trace: Trace, key: str) -> None:
             f" → <b>query used</b> {esc(rw.query or trace.question)}"
             f" <span style='color:{colour};font-weight:600'>[{esc(outcome)}]</span></div>")
     st.html(flow)
-    if rw.reason:
-        st.caption(md(f"why: {rw.reason}"))
+    reason = rw.reason
+    if note and not trace.history and rw.status == "skipped":
+        reason = "no earlier turns were sent with this question"
+    if reason:
+        st.caption(md(f"why: {reason}"))
     _kv([("status", rw.status), ("backend", rw.backend), ("history turns used", rw.history_turns_used),
          ("LLM calls", rw.llm_calls), ("latency ms", rw.latency_ms)], f"{key}.kv")
     if rw.prompt:
@@ -73,20 +94,42 @@ def _rewrite(trace: Trace, key: str) -> None:
     if rw.raw_reply:
         with st.expander("raw reply"):
             st.code(rw.raw_reply, language=None, wrap_lines=True)
-    _all_fields(rw)
+
+
+CANDIDATE_HELP = {
+    "rank": "Final order: rerank order when the reranker ran, else fused order. Empty: retrieved, but not kept "
+            "by the reranker (listed after the final ranking, in fused order).",
+    "fused score": "Reciprocal-rank fusion: dense contribution + keyword contribution. What the gate's fused "
+                   "check reads (the top chunk's).",
+    "dense cosine": "Cosine similarity of question and chunk embeddings; the gate's dense check reads the best.",
+    "BM25": "Keyword-leg score (BM25) from the engine.",
+    "rerank score": "Sigmoid of the cross-encoder logit, 0 to 1; empty when the reranker did not run.",
+    "dense rank": "Rank on the dense leg (empty: not in its top-k).",
+    "keyword rank": "Rank on the BM25 keyword leg (empty: not in its top-k).",
+    "dense contribution": "dense weight / (k + dense rank)",
+    "keyword contribution": "keyword weight / (k + keyword rank)",
+    "matched terms": "Each query term's share of the BM25 score: query weight × document weight × idf.",
+}
 
 
 def _candidate_rows(trace: Trace) -> list[dict]:
+    """One row per candidate, scores first (what a reader compares), then where it comes from, then text."""
     rerank = {r.chunk_id: r for r in trace.rerank.candidates}
+    ranked = trace.ranked_candidates()
+    kept = {c.chunk_id for c in ranked}
+    # The final ranking first; then what retrieval found that the reranker did not keep, in fused order.
+    ordered = [(i, c) for i, c in enumerate(ranked, start=1)]
+    ordered += [(None, c) for c in trace.retrieval.candidates if c.chunk_id not in kept]
     rows = []
-    for final_rank, c in enumerate(trace.ranked_candidates(), start=1):
+    for final_rank, c in ordered:
         r = rerank.get(c.chunk_id)
         rows.append({
-            "rank": final_rank, "chunk": c.chunk_id, "document": c.doc_id, "title": c.title,
-            "dense rank": c.dense_rank, "dense cosine": c.dense_score, "dense contribution": c.dense_contribution,
-            "keyword rank": c.keyword_rank, "BM25": c.keyword_score, "keyword contribution": c.keyword_contribution,
-            "fused rank": c.fused_rank, "fused score": c.fused_score,
-            "rerank rank": r.rerank_rank if r else None, "rerank score": r.rerank_score if r else None,
+            "rank": final_rank, "fused score": c.fused_score, "dense cosine": c.dense_score, "BM25": c.keyword_score,
+            "rerank score": r.rerank_score if r else None,
+            "dense rank": c.dense_rank, "keyword rank": c.keyword_rank, "fused rank": c.fused_rank,
+            "rerank rank": r.rerank_rank if r else None,
+            "document": c.doc_id, "title": c.title, "chunk": c.chunk_id,
+            "dense contribution": c.dense_contribution, "keyword contribution": c.keyword_contribution,
             "rerank logit": r.logit if r else None,
             "matched terms": ", ".join(f"{m.term} ({m.contribution:.2f} = {m.query_weight:g}×{m.doc_weight:.2f}"
                                        f"×idf {m.idf:.2f})" for m in c.matched_terms),
@@ -96,25 +139,52 @@ def _candidate_rows(trace: Trace) -> list[dict]:
     return rows
 
 
+def _candidate_columns() -> dict:
+    number = st.column_config.NumberColumn
+    formats = {"fused score": "%.5f", "dense cosine": "%.3f", "BM25": "%.2f", "rerank score": "%.3f",
+               "dense contribution": "%.5f", "keyword contribution": "%.5f", "rerank logit": "%.2f"}
+    config = {name: number(name, format=f, help=CANDIDATE_HELP.get(name)) for name, f in formats.items()}
+    for name in ("rank", "dense rank", "keyword rank"):
+        config[name] = number(name, help=CANDIDATE_HELP[name], pinned=name == "rank")
+    config["matched terms"] = st.column_config.TextColumn(help=CANDIDATE_HELP["matched terms"])
+    config["text"] = st.column_config.TextColumn(width="large")
+    return config
+
+
 def _retrieval(trace: Trace, key: str) -> None:
     ret = trace.retrieval
     if ret.status == "failed":
         st.error(md(f"Retrieval failed: {ret.reason}"))
     elif ret.status == "skipped":
-        st.info("Retrieval did not run (the answer came from the cache or the run stopped earlier).")
+        st.info("Retrieval did not run (the run stopped earlier).")
+    if trace.cache_hit:
+        st.info("This answer came from the answer cache: the candidates below, and their times, are those of the "
+                "run that first produced it. This run's own time is on the Run tab.")
+    rows = _candidate_rows(trace)
+    if rows:
+        shown = rows
+        if len(rows) > TOP_CANDIDATES:
+            show_all = st.toggle(f"Show all {len(rows)} candidates (top {TOP_CANDIDATES} shown)", value=False,
+                                 key=f"{key}.show_all")
+            shown = rows if show_all else rows[:TOP_CANDIDATES]
+        kept = len(trace.ranked_candidates())
+        st.markdown(f"**{len(rows)} candidates**, in final order (rerank order when the reranker ran"
+                    + (f"; the {len(rows) - kept} it did not keep follow" if kept < len(rows) else "")
+                    + "); hover a column name for what it means")
+        table = pd.DataFrame(shown)
+        for column in ("rank", "dense rank", "keyword rank", "fused rank", "rerank rank"):
+            table[column] = table[column].astype("Int64")  # whole numbers, empty where a chunk has no rank
+        st.dataframe(table, hide_index=True, key=f"{key}.table", height=min(38 + 35 * len(shown), 420),
+                     column_config=_candidate_columns())
+        st.plotly_chart(charts.contributions_figure(trace), key=f"{key}.chart", width="stretch")
+    st.caption(md(ret.fused_scale_note))
     _kv([("status", ret.status), ("query", ret.query), ("query terms (keyword leg)", ret.query_terms),
          ("dense leg", f"{ret.dense_status or '–'}: {ret.dense_hits} hits of top-{ret.dense_top_k}"),
          ("keyword leg", f"{ret.keyword_status or '–'}: {ret.keyword_hits} hits of top-{ret.keyword_top_k}"),
          ("RRF k", ret.rrf_k), ("leg weights (dense, keyword)", (ret.dense_weight, ret.keyword_weight)),
-         ("reason", ret.reason), ("timings ms", ret.timings_ms)], f"{key}.kv")
-    rows = _candidate_rows(trace)
-    if rows:
-        st.markdown(f"**{len(rows)} candidates**, in final order (rerank order when the reranker ran)")
-        st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}.table", height=360,
-                     column_config={"text": st.column_config.TextColumn(width="large")})
-        st.plotly_chart(charts.contributions_figure(trace), key=f"{key}.chart", width="stretch")
-    st.caption(md(ret.fused_scale_note))
-    _all_fields(ret, drop=("candidates",))
+         ("reason", ret.reason)], f"{key}.kv")
+    _timings_table(ret.timings_ms, f"{key}.timings",
+                   "Retrieval's own times" + (" (of the original run)" if trace.cache_hit else ""))
 
 
 def _rerank(trace: Trace, key: str) -> None:
@@ -128,7 +198,6 @@ def _rerank(trace: Trace, key: str) -> None:
     if rr.candidates:
         st.dataframe(pd.DataFrame([dataclasses.asdict(r) for r in rr.candidates]), hide_index=True,
                      key=f"{key}.table")
-    _all_fields(rr)
 
 
 def _gate(trace: Trace, key: str) -> None:
@@ -138,20 +207,23 @@ def _gate(trace: Trace, key: str) -> None:
             f"<b style='color:{decision_colour}'>{esc(gate.decision.upper())}</b> — {esc(gate.reason)}</div>")
     if gate.status == "ran":
         st.plotly_chart(charts.gate_figure(gate), key=f"{key}.gauge", width="stretch")
-    conditions = "; ".join(f"{c.scale} {c.score:.4g} {'>=' if c.passed else '<'} {c.threshold:g}"
-                           for c in gate.conditions)
-    _kv([("signal (configured)", gate.signal), ("rule (used)", gate.scale), ("conditions (all must hold)", conditions),
-         ("score (binding condition)", gate.score),
-         ("threshold", gate.threshold), ("margin", gate.margin),
+    binding = next((c.scale for c in gate.conditions if c.score == gate.score and c.threshold == gate.threshold),
+                   gate.scale)
+    _kv([("signal (configured)", gate.signal), ("rule (used)", rule_name(gate)),
+         ("conditions (all must hold)", conditions_text(gate)),
+         ("score (binding condition)", score_fmt(binding, gate.score)),
+         ("threshold", score_fmt(binding, gate.threshold)), ("margin", score_fmt(binding, gate.margin)),
          ("chunk whose score was compared", gate.score_chunk_id),
-         ("top chunk of the final ranking", gate.top_chunk_id), ("its rerank score", gate.top_rerank_score),
-         ("its fused score", gate.top_fused_score), ("its dense cosine", gate.top_dense_cosine),
-         ("best dense cosine", gate.best_dense_cosine), ("LLM calls saved", gate.llm_calls_saved),
+         ("top chunk of the final ranking", gate.top_chunk_id),
+         ("its rerank score", score_fmt("rerank", gate.top_rerank_score)),
+         ("its fused score", score_fmt("fused", gate.top_fused_score)),
+         ("its dense cosine", score_fmt("dense", gate.top_dense_cosine)),
+         ("best dense cosine", score_fmt("dense", gate.best_dense_cosine)), ("LLM calls saved", gate.llm_calls_saved),
          ("abstention message", gate.abstention_message)], f"{key}.kv")
     if gate.closest_documents:
-        st.dataframe(pd.DataFrame([dataclasses.asdict(d) for d in gate.closest_documents]), hide_index=True,
-                     key=f"{key}.closest")
-    _all_fields(gate)
+        st.markdown("**Closest documents** (shown with an abstention)")
+        st.dataframe(pd.DataFrame([{**dataclasses.asdict(d), "score": score_fmt(d.scale, d.score)}
+                                   for d in gate.closest_documents]), hide_index=True, key=f"{key}.closest")
 
 
 def _generation(trace: Trace, key: str) -> None:
@@ -177,7 +249,6 @@ def _generation(trace: Trace, key: str) -> None:
             if attempt.error or attempt.parse_error:
                 st.text(f"provider error: {attempt.error or '–'}\nparse error: {attempt.parse_error or '–'}")
             st.text(f"latency {attempt.latency_ms:.1f} ms · usage {json.dumps(attempt.usage)}")
-    _all_fields(gen)
 
 
 def _validation(trace: Trace, key: str) -> None:
@@ -201,7 +272,6 @@ def _validation(trace: Trace, key: str) -> None:
     if val.non_claims:
         st.markdown("**Not checked** (headings, lead-ins, questions)")
         st.text("\n".join(val.non_claims))
-    _all_fields(val)
 
 
 def _trust(trace: Trace, key: str) -> None:
@@ -212,25 +282,34 @@ def _trust(trace: Trace, key: str) -> None:
                  delta=None if tr.reported_confidence == tr.final_confidence else "changed by the trust rules",
                  delta_color="off")
     _kv([("status", tr.status), ("rules fired", tr.rules_fired), ("limitations", tr.limitations)], f"{key}.kv")
-    _all_fields(tr)
 
 
 def _run(trace: Trace, key: str) -> None:
     for line in trace.degradations:
         st.warning(md(f"degradation: {line}"))
+    if trace.cache_hit:
+        total = trace.timings_ms.get("total")
+        st.info(md("Served from the answer cache" + (f" in {total:.1f} ms" if total is not None else "")
+                   + ": the times below are this run's; the stage records in the other tabs (and their "
+                   "latencies) are those of the run that first produced the answer."))
     if trace.timings_ms:
-        st.plotly_chart(charts.timings_figure(trace.timings_ms), key=f"{key}.timings", width="stretch")
+        chart, table = st.columns([2, 1])
+        with chart:
+            st.plotly_chart(charts.timings_figure(trace.timings_ms), key=f"{key}.timings", width="stretch")
+        with table:
+            _timings_table(trace.timings_ms, f"{key}.timings_table")
     _kv([("run id", trace.run_id), ("created at", trace.created_at), ("question", trace.question),
          ("history turns", len(trace.history)), ("LLM calls", trace.llm_calls),
          ("LLM calls saved", trace.llm_calls_saved), ("cache hit", trace.cache_hit),
          ("abstained", trace.abstained), ("confidence", trace.confidence), ("limitations", trace.limitations),
-         ("config hash", trace.config_hash), ("corpus version", trace.corpus_version),
-         ("timings ms", trace.timings_ms)], f"{key}.kv")
+         ("config hash", trace.config_hash), ("corpus version", trace.corpus_version)], f"{key}.kv")
     if trace.history:
         with st.expander("conversation history sent with the question"):
             st.json([dataclasses.asdict(m) for m in trace.history])
     if trace.config is not None:
         with st.expander("configuration of this run"):
             st.json(trace.config.to_dict(), expanded=False)
+    with st.expander("Raw trace (JSON): every field of every stage"):
+        st.json(trace.to_dict(), expanded=1)
     st.download_button("Export trace as JSON", trace.to_json(indent=2), file_name=f"trace-{trace.run_id or 'run'}.json",
                        mime="application/json", key=f"{key}.export")

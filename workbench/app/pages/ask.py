@@ -2,12 +2,9 @@
 
 import streamlit as st
 
-from pipeline.trace import Message
 from workbench.app import page
-from workbench.app.answer_view import render_answer
-from workbench.app.trace_view import render_trace
-
-TURNS = "ask.turns"
+from workbench.app.ask_view import TURNS, ask_pending, ask_with_mode, render_examples, render_turns
+from workbench.app.conversation import DEFAULT_MODE, MODES
 
 cfg, pipe = page.setup("Ask", "Answers cite their sources or abstain. Markers: emerald = the cited passage "
                        "supports the sentence, rose = it does not (or the source was never offered).")
@@ -15,24 +12,24 @@ page.require_corpus(pipe)
 turns = st.session_state.setdefault(TURNS, [])
 
 left, right = st.columns([3, 1])
-use_history = left.toggle("Send the conversation so far with each question (follow-ups are rewritten)",
-                          value=True, key="ask.use_history")
+mode = left.radio("Send the earlier turns with a question", list(MODES), format_func=MODES.get,
+                  index=list(MODES).index(DEFAULT_MODE), horizontal=True, key="ask.history_mode",
+                  help="Only for follow-ups: sent when the question opens like a continuation (\"and ...\", "
+                       "\"what about ...\"), points back (it, that, those) or is elliptical (\"in 3.2?\"); the "
+                       "Rewrite tab says which. Always: every question carries the conversation's terms.")
 if right.button("New conversation", key="ask.clear", disabled=not turns):
     turns.clear()
     st.rerun()
 
-for i, (question, trace) in enumerate(turns):
-    with st.chat_message("user"):
-        st.text(question)
-    with st.chat_message("assistant"):
-        render_answer(trace, key=f"ask.t{i}")
-        if st.toggle("Show the trace", value=i == len(turns) - 1, key=f"ask.show_trace.{i}"):
-            render_trace(trace, key=f"ask.t{i}")
+if ask_pending(pipe, turns, cfg, mode, page.attempt):
+    st.rerun()
+if not turns:
+    render_examples(pipe)
+render_turns(turns)
 
 asked = st.chat_input("Ask a question about the documents", key="ask.query")
 if asked is not None:
-    history = [m for q, t in turns for m in (Message("user", q), Message("assistant", t.answer))] if use_history else []
-    trace = page.attempt(lambda: pipe.ask(asked, history, cfg))
-    if trace is not None:
-        turns.append((asked, trace))
+    turn = ask_with_mode(pipe, asked, turns, cfg, mode, page.attempt)
+    if turn is not None:
+        turns.append(turn)
         st.rerun()

@@ -1,0 +1,111 @@
+"""Plain-language readings of a trace for the people in front of the app (no Streamlit here).
+
+A product owner reads why the answerer declined before any number; a researcher opens the details. So an
+abstention reads as a headline in words, then one line per failed check with its score and threshold, then
+the closest documents with a score people can read: how far each got towards what the gate needs (100 % =
+enough to answer), the weakest of the gate's checks. A generator fallback reads as a short label; the
+provider's exception stays in the details.
+"""
+
+from __future__ import annotations
+
+from pipeline.trace import GateCondition, GenerationTrace, Trace
+from workbench.app.thresholds import fmt
+
+_FAILED = {
+    "rerank": "the reranker scores the best passage {score} for relevance; answering needs {threshold}",
+    "dense": "the closest passage is only loosely related in meaning (similarity {score}; answering needs "
+             "{threshold})",
+    "fused": "keyword search and meaning search do not agree on a best passage (fused score {score}; answering "
+             "needs {threshold}, near the top of both)",
+}
+
+
+def failed_checks(trace: Trace) -> list[str]:
+    """One sentence per gate condition that failed, with its score and threshold."""
+    return [_FAILED.get(c.scale, "{scale} score {score} below {threshold}").format(
+                scale=c.scale, score=fmt(c.scale, c.score), threshold=fmt(c.scale, c.threshold))
+            for c in trace.gate.conditions if not c.passed]
+
+
+def abstention_headline(trace: Trace) -> str:
+    """Why there is no answer, in one sentence a user can read."""
+    gate = trace.gate
+    if gate.decision == "answer":
+        if trace.generation.is_abstention:
+            return ("The closest passages passed the gate, but none of them states an answer, so the generator "
+                    "declined.")
+        return ""
+    if not trace.retrieval.candidates:
+        if trace.retrieval.status == "failed":
+            return "The search failed, so there is nothing to answer from (details below)."
+        return "Nothing in the documents matched this question."
+    failed = {c.scale for c in gate.conditions if not c.passed}
+    if failed & {"dense", "rerank"}:
+        return "Nothing in the documents is close enough to this question to answer it."
+    if failed == {"fused"}:
+        return ("The documents touch on this, but no passage is a clear match: keyword search and meaning "
+                "search disagree on the best one.")
+    return "The gate held the answer back."
+
+
+def abstention_reason(trace: Trace) -> str:
+    """The headline and the failed checks as one paragraph."""
+    checks = failed_checks(trace)
+    headline = abstention_headline(trace)
+    if not checks:
+        return headline
+    return f"{headline} In detail: {'; '.join(checks)}."
+
+
+def _chunk_score(trace: Trace, chunk_id: str, scale: str) -> float | None:
+    candidate = trace.candidate(chunk_id)
+    if scale == "rerank":
+        return trace.rerank_score(chunk_id)
+    if candidate is None:
+        return None
+    return candidate.fused_score if scale == "fused" else candidate.dense_score
+
+
+def _share(score: float | None, c: GateCondition) -> float | None:
+    if score is None or c.threshold <= 0:
+        return None
+    return max(score, 0.0) / c.threshold
+
+
+def closeness(trace: Trace, chunk_id: str) -> float | None:
+    """How far ``chunk_id`` got towards answering, as a fraction of the gate's need (1.0 = enough): the
+    weakest of the gate's checks, each score over its threshold. None when no check has a score for it."""
+    shares = [_share(_chunk_score(trace, chunk_id, c.scale), c) for c in trace.gate.conditions]
+    known = [s for s in shares if s is not None]
+    return min(known) if known else None
+
+
+def closest_rows(trace: Trace) -> list[dict]:
+    """The abstention's closest documents with a readable score first and the raw one last."""
+    rows = []
+    for d in trace.gate.closest_documents:
+        share = closeness(trace, d.chunk_id)
+        rows.append({"document": d.title or d.doc_id, "how close": None if share is None else round(100 * share),
+                     "id": d.doc_id, "chunk": d.chunk_id, f"{d.scale} score": fmt(d.scale, d.score)})
+    return rows
+
+
+def fallback_label(gen: GenerationTrace) -> str:
+    """A short reason for a generator fallback; the provider's full message stays in the trace."""
+    reason = gen.fallback_reason.lower()
+    if reason.startswith("provider connection"):
+        return "the LLM provider could not be reached"
+    if reason.startswith("provider timeout"):
+        return "the LLM provider did not answer in time"
+    if reason.startswith("provider server"):
+        return "the LLM provider returned a server error"
+    if reason.startswith("provider bad_response"):
+        return "the LLM provider's reply was unreadable"
+    if reason.startswith("malformed output"):
+        return "the LLM's reply did not follow the answer format, twice"
+    if " unavailable:" in reason:
+        return "the LLM is not available here"
+    if reason.startswith("provider"):
+        return "the LLM call failed"
+    return "the LLM's answer could not be used" if reason else ""
