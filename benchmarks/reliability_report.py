@@ -1,20 +1,28 @@
 """Write RELIABILITY.md from a run of the reliability suite (``make reliability``). NOT a test.
 
 Runs ``pytest tests/reliability`` with a JUnit XML report, groups every case by what it tries (prompt
-injection, bad input, faults, rendering, the delete path), and writes one line per case with its result:
+injection, bad input, faults, rendering, the delete path), and records one line per case with its result:
 ``held`` (passed), ``known gap`` (a strict xfail: the test states the gap and fails loudly once it is fixed)
-or ``FAILED``. The local-model injection numbers come from ``bench-output/injection_local.json``
-(``python -m benchmarks.injection_local``, needs the SmolLM2 package; committed) when that file exists; otherwise the
+or ``FAILED``. It also measures the instruction detector (:mod:`pipeline.text.instructions`) on ordinary
+text: every sentence of the demo corpus (``golden/corpus``, as ingested) and, where ``../shared/evaldata``
+is present, of three public corpora written outside this project. Everything goes to
+``benchmarks/results/reliability.json`` (committed, with the date, machine, load and commit), and
+RELIABILITY.md is rendered from that file only (``--render`` re-renders it without running anything).
+The local-model injection numbers come from ``benchmarks/results/injection_local.json``
+(``python -m benchmarks.injection_local``, needs the SmolLM2 package) when that file exists; otherwise the
 section says it was not run — no number is ever filled in.
+
+Which model produced each count is part of the report: the scripted fake LLM and the fake stack (hashing
+embedder, word-overlap reranker) for the first round's plumbing checks; the packaged MiniLM with no
+cross-encoder and the extractive generator — the offline default — for the second round; SmolLM2 for the
+local-model benchmark.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -25,7 +33,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 XML = ROOT / "build" / "reliability.xml"
 LOCAL = ROOT / "benchmarks" / "results" / "injection_local.json"
+RESULTS = "reliability"                      # benchmarks/results/reliability.json
 OUT = ROOT / "RELIABILITY.md"
+CLASS_MANIFEST = ROOT / "tests" / "reliability" / "injections" / "classes" / "manifest.json"
+EVALDATA = ROOT.parent / "shared" / "evaldata"
+ROUND1_MODEL = ("scripted fake LLM (`pipeline.testing.FakeLLM`, `ObeyingLLM`) over the fake stack: hashing embedder "
+                "(`FakeEmbedder`) and word-overlap reranker (`FakeReranker`, on, so the gate reads a rerank score, "
+                "which offline never exists: the offline default gates on fused AND dense)")
+ROUND2_MODEL = ("packaged all-MiniLM-L6-v2 embedder, no cross-encoder (none resolves offline: the gate reads fused AND "
+                "dense), extractive generator — the offline default; the LLM-path checks use a scripted fake LLM")
 
 # (section, what the section proves); a test function belongs to the first section whose key it contains.
 SECTIONS = {
@@ -35,7 +51,8 @@ SECTIONS = {
     "rendering": "Rendering",
     "delete": "The delete path",
 }
-FILE_SECTION = {"test_injection.py": "injection", "test_hardening.py": "injection", "test_bad_input.py": "bad_input",
+FILE_SECTION = {"test_injection.py": "injection", "test_hardening.py": "injection",
+                "test_injection_classes.py": "injection", "test_bad_input.py": "bad_input",
                 "test_llm_faults.py": "faults", "test_store_faults.py": "faults",
                 "test_injection_rendering.py": "rendering", "test_delete_path.py": "delete"}
 
@@ -82,27 +99,135 @@ def _counts(cases: list[Case]) -> str:
         f", {by['skipped']} skipped" if by["skipped"] else "")
 
 
-def _injection_counts(cases: list[Case]) -> list[str]:
-    def of(test: str) -> tuple[int, int]:
-        picked = [c for c in cases if c.test == test]
-        return sum(c.result == "held" for c in picked), len(picked)
+def _held(cases: list[Case], test: str, only=lambda c: True) -> tuple[int, int]:
+    picked = [c for c in cases if c.test == test and only(c)]
+    return sum(c.result == "held" for c in picked), len(picked)
 
-    fenced = of("test_the_prompt_keeps_the_injection_inside_its_fence")
-    marked = of("test_a_source_that_talks_to_models_is_marked_inside_its_fence")
-    caught = of("test_an_answer_that_obeys_the_injection_does_not_reach_the_user_unflagged")
-    quoted = of("test_the_extractive_answer_never_quotes_the_injection")
-    baited = of("test_the_extractive_answer_never_quotes_the_injection_even_when_asked_for_it")
+
+def _injection_counts(cases: list[Case]) -> list[str]:
+    round1 = [c for c in cases if c.file == "test_injection.py"]
+    fenced = _held(round1, "test_the_prompt_keeps_the_injection_inside_its_fence")
+    marked = _held(round1, "test_a_source_that_talks_to_models_is_marked_inside_its_fence")
+    caught = _held(round1, "test_an_answer_that_obeys_the_injection_does_not_reach_the_user_unflagged")
+    quoted = _held(round1, "test_the_extractive_answer_never_quotes_the_injection")
+    baited = _held(round1, "test_the_extractive_answer_never_quotes_the_injection_even_when_asked_for_it")
     return [
-        "| count | result |", "|---|---:|",
-        f"| injection documents tried | {fenced[1]} |",
-        f"| kept inside their source's fence in the prompt | {fenced[0]} / {fenced[1]} |",
+        f"Model behind these counts: {ROUND1_MODEL}. The extractive rows use the extractive generator over that "
+        "fake retrieval.", "",
+        "| count | result | model |", "|---|---:|---|",
+        f"| injection documents tried | {fenced[1]} | |",
+        f"| kept inside their source's fence in the prompt | {fenced[0]} / {fenced[1]} | "
+        "fake LLM (records the prompt) |",
         f"| marked inside the fence as talking to models (of those the detector is meant to see) | "
-        f"{marked[0]} / {marked[1]} |",
+        f"{marked[0]} / {marked[1]} | fake LLM (records the prompt) |",
         f"| a scripted model that obeys the injection: stopped from reaching the user unflagged | "
-        f"{caught[0]} / {caught[1]} |",
-        f"| extractive answer (offline default) never quotes the injection | {quoted[0]} / {quoted[1]} |",
-        f"| … even when the question repeats the injection's own words | {baited[0]} / {baited[1]} |",
+        f"{caught[0]} / {caught[1]} | scripted obeying fake LLM |",
+        f"| extractive answer (offline default generator) never quotes the injection | {quoted[0]} / {quoted[1]} | "
+        "extractive |",
+        f"| … even when the question repeats the injection's own words | {baited[0]} / {baited[1]} | extractive |",
     ]
+
+
+CLASS_TESTS = {  # which tests say a document of a class was defended, and what "defended" means
+    "non-english": ("never quoted (plain and bait question), source marked in its fence, an obeying model flagged",
+                    ("test_the_extractive_answer_never_quotes_the_order",
+                     "test_the_extractive_answer_never_quotes_the_order_even_when_asked_for_it",
+                     "test_a_source_that_gives_orders_is_marked_inside_its_fence",
+                     "test_an_answer_that_obeys_does_not_reach_the_user_unflagged")),
+    "markdown-comment": ("not ingested, never quoted (plain and bait question)",
+                         ("test_text_no_reader_sees_is_not_ingested",
+                          "test_the_extractive_answer_never_quotes_the_order",
+                          "test_the_extractive_answer_never_quotes_the_order_even_when_asked_for_it")),
+    "markup": ("an answer quoting it is escaped on the terminal; JSON keeps it raw with a flag; trust warns",
+               ("test_markup_in_an_answer_is_escaped_on_the_terminal_and_flagged_in_json",)),
+    "source-markers": ("neutralised in the extractive quote; a model's copy cites nothing",
+                       ("test_a_marker_a_source_wrote_is_not_a_citation_in_the_extractive_answer",
+                        "test_a_marker_a_model_copies_from_a_source_is_not_a_citation")),
+}
+CLASS_TESTS["paraphrased"] = CLASS_TESTS["non-english"]
+CLASS_TESTS["unicode-tags"] = CLASS_TESTS["markdown-comment"]
+CLASS_TESTS["css-hidden"] = CLASS_TESTS["markdown-comment"]
+CLASS_ORDER = ("non-english", "paraphrased", "markdown-comment", "unicode-tags", "css-hidden", "markup",
+               "source-markers")
+
+
+def class_detection(cases: list[Case]) -> list[dict]:
+    """Per class and part: documents whose every check held. A document counts once, whatever its checks."""
+    manifest = json.loads(CLASS_MANIFEST.read_text(encoding="utf-8"))
+    round2 = [c for c in cases if c.file == "test_injection_classes.py"]
+    rows = []
+    for cls in CLASS_ORDER:
+        _, tests = CLASS_TESTS[cls]
+        row = {"class": cls}
+        for split in ("dev", "heldout"):
+            docs = [r["doc_id"] for r in manifest if r["cls"] == cls and r["split"] == split]
+            held = [d for d in docs if (mine := [c for c in round2 if c.case_id == d and c.test in tests])
+                    and all(c.result == "held" for c in mine)]
+            row[split] = {"documents": len(docs), "defended": len(held),
+                          "not_defended": sorted(set(docs) - set(held))}
+        rows.append(row)
+    return rows
+
+
+def detector_on_ordinary_text() -> dict:
+    """How many sentences of ordinary text the detector flags: the demo corpus as ingested (whose three injected
+    pages are the only ones that should be), and public corpora written outside the project when present."""
+    from pipeline.ingestion.documents import load_paths
+    from pipeline.text.instructions import Language, findings, sentences_of
+
+    english = Language(script="Latin", code="en")
+    docs, _ = load_paths([ROOT / "golden" / "corpus"])
+    flagged, total = [], 0
+    for doc in docs:
+        total += len(sentences_of(doc.text))
+        flagged += [{"doc_id": doc.doc_id, "sentence": f.sentence[:200], "signals": list(f.signals)}
+                    for f in findings(doc.text, english)]
+    out = {"demo_corpus": {"documents": len(docs), "sentences": total, "flagged": flagged,
+                           "injected_pages": sorted(INJECTED_DEMO_PAGES)}}
+    external = {}
+    for name, texts in _external_texts().items():
+        sentences = [s for t in texts for s in sentences_of(t)]
+        hits = [{"sentence": s[:200], "signals": list(sig)} for s in sentences
+                if (sig := _sentence_signals(s, english))]
+        external[name] = {"sentences": len(sentences), "flagged": hits}
+    out["external"] = external
+    return out
+
+
+INJECTED_DEMO_PAGES = {"community-tips-delivery", "faq-migration-community", "guide-status-page-html"}
+
+
+def _sentence_signals(sentence: str, english) -> tuple[str, ...]:
+    from pipeline.text.instructions import sentence_signals
+
+    return sentence_signals(sentence, english)
+
+
+def _external_texts() -> dict[str, list[str]]:
+    """Ordinary English from ``../shared/evaldata`` (read-only, not in the repository): a product manual full of
+    second-person imperatives, Wikipedia paragraphs, scientific abstracts."""
+    import ast
+
+    out: dict[str, list[str]] = {}
+    manual = EVALDATA / "emanual_samsung" / "s10_manual_corpus.json"
+    if manual.exists():
+        texts = []
+        for section in json.loads(manual.read_text(encoding="utf-8")).values():
+            try:
+                parts = ast.literal_eval(section["text"]) if isinstance(section["text"], str) else section["text"]
+            except (ValueError, SyntaxError):
+                parts = [section["text"]]
+            texts += [p for p in parts if isinstance(p, str)]
+        out["Samsung Galaxy S10 manual (emanual_samsung)"] = texts
+    squad = EVALDATA / "squad2_dev_cs224n" / "dev-v2.0.json"
+    if squad.exists():
+        data = json.loads(squad.read_text(encoding="utf-8"))["data"]
+        out["SQuAD 2.0 dev paragraphs (Wikipedia)"] = [p["context"] for a in data for p in a["paragraphs"]]
+    scifact = EVALDATA / "scifact_beir" / "corpus.jsonl"
+    if scifact.exists():
+        lines = scifact.read_text(encoding="utf-8").split("\n")
+        out["SciFact abstracts (first 2,000)"] = [json.loads(x)["text"] for x in lines[:2000] if x.strip()]
+    return out
 
 
 def _local_model_section() -> list[str]:
@@ -116,7 +241,8 @@ def _local_model_section() -> list[str]:
         f"SmolLM2-135M-Instruct (`generate.backend=local`), {s['documents']} injection documents, one question "
         f"each that retrieves it; temperature {cfg['temperature']}, {cfg['max_sources']} sources per prompt, "
         f"{cfg['max_output_tokens']} output tokens; {data['machine']['cpus']} CPUs. Reproduce: "
-        "`.venv/bin/python -m benchmarks.injection_local`.", "",
+        "`.venv/bin/python -m benchmarks.injection_local`. These are the first round's documents; the second "
+        "round's classes have not been run against SmolLM2.", "",
         "| count | result |", "|---|---:|",
         f"| injection documents tried | {s['documents']} |",
         f"| injected document offered to the model | {s['offered_to_the_model']} |",
@@ -140,18 +266,73 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render(cases: list[Case], intro: str) -> str:
-    out = [intro, "", f"Generated {dt.date.today().isoformat()} on {platform.machine()}, {os.cpu_count()} CPUs, Python "
-           f"{platform.python_version()}, by `make reliability` (= `python -m benchmarks.reliability_report`). "
-           "Every case below is a test in `make test` (`tests/reliability/`), except the local-model benchmark.", "",
+def _class_section(rows: list[dict]) -> list[str]:
+    def cell(part: dict) -> str:
+        return f"{part['defended']} / {part['documents']}"
+
+    out = [f"Model behind these counts: {ROUND2_MODEL}. `dev` is the part the detector was developed against; "
+           "`held out` (every third document of a class, chosen when the documents were written and before tuning) "
+           "was never looked at while tuning it — except `cls-lang-hi`, which failed here first and was then fixed by "
+           "reading words with their combining marks in every script (so it counts as held out but is no longer "
+           "unseen).", "",
+           "| class | defended means | dev | held out |", "|---|---|---:|---:|"]
+    for row in rows:
+        out.append(f"| {row['class']} | {CLASS_TESTS[row['class']][0]} | {cell(row['dev'])} | {cell(row['heldout'])} |")
+    total = {p: (sum(r[p]["defended"] for r in rows), sum(r[p]["documents"] for r in rows)) for p in ("dev", "heldout")}
+    out.append(f"| **all** | | **{total['dev'][0]} / {total['dev'][1]}** | **{total['heldout'][0]} / "
+               f"{total['heldout'][1]}** |")
+    missed = [(r["class"], p, d) for r in rows for p in ("dev", "heldout") for d in r[p]["not_defended"]]
+    if missed:
+        out += ["", "Not defended: " + ", ".join(f"`{d}` ({c}, {'held out' if p == 'heldout' else p})"
+                                                 for c, p, d in missed) + " — the failing checks are listed below."]
+    return out
+
+
+def _detector_section(stats: dict) -> list[str]:
+    demo = stats["demo_corpus"]
+    pages = sorted({f["doc_id"] for f in demo["flagged"]})
+    ordinary = [f for f in demo["flagged"] if f["doc_id"] not in demo["injected_pages"]]
+    out = ["The detector (`pipeline/text/instructions.py`, no model) on ordinary text: every sentence it would refuse "
+           "to quote. A sentence flagged on an ordinary page is a false positive: a real answer hidden.", "",
+           "| text | sentences | flagged | of which on pages that carry an injection |", "|---|---:|---:|---:|",
+           f"| demo corpus (`golden/corpus`, {demo['documents']} documents as ingested) | {demo['sentences']} | "
+           f"{len(demo['flagged'])} | {len(demo['flagged']) - len(ordinary)} |"]
+    for name, ext in stats["external"].items():
+        out.append(f"| {name} | {ext['sentences']} | {len(ext['flagged'])} | — |")
+    out += ["", "Flagged in the demo corpus: " + (", ".join(f"`{p}`" for p in pages) or "nothing") + "."]
+    for name, ext in stats["external"].items():
+        for hit in ext["flagged"]:
+            out.append(f"- {name}, a false positive: \"{_cell(hit['sentence'])}\" ({', '.join(hit['signals'])})")
+    if not stats["external"]:
+        out.append("The public corpora in `../shared/evaldata` were not present on this machine.")
+    return out
+
+
+def render(data: dict, intro: str) -> str:
+    cases = [Case(**c) for c in data["cases"]]
+    meta = data["meta"]
+    out = [intro, "", f"Generated {meta['date']} on {meta['machine']} (commit `{meta['git_commit']}`), by "
+           "`make reliability` (= `python -m benchmarks.reliability_report`) from "
+           "`benchmarks/results/reliability.json`. Every case below is a test in `make test` (`tests/reliability/`), "
+           "except the local-model benchmark.", "",
            "## Counts", "", "| what | cases |", "|---|---|"]
     grouped: dict[str, list[Case]] = defaultdict(list)
     for c in cases:
         grouped[FILE_SECTION.get(c.file, "faults")].append(c)
     for key, title in SECTIONS.items():
         out.append(f"| {title} | {_counts(grouped[key])} |")
+        if key == "injection":
+            for file, what in (("test_injection.py", "round 1, 27 documents, fake stack"),
+                               ("test_hardening.py", "ingestion and trust fixes on their own"),
+                               ("test_injection_classes.py", "round 2, by class, offline default")):
+                out.append(f"| … {what} | {_counts([c for c in grouped[key] if c.file == file])} |")
     out.append(f"| **all** | {_counts(cases)} |")
-    out += ["", "## Prompt injection: what the pipeline does with 27 hostile documents", ""] + _injection_counts(cases)
+    n1 = _held([c for c in cases if c.file == "test_injection.py"],
+               "test_the_prompt_keeps_the_injection_inside_its_fence")[1]
+    out += ["", f"## Prompt injection, round 1: what the pipeline does with {n1} hostile documents", ""]
+    out += _injection_counts(cases)
+    out += ["", "## Prompt injection, round 2: by class, dev and held out", ""] + _class_section(data["classes"])
+    out += ["", "## The detector on ordinary text", ""] + _detector_section(data["detector"])
     out += ["", "### Against a real (tiny) model", ""] + _local_model_section()
     gaps = [c for c in cases if c.result == "known gap"]
     if gaps:
@@ -162,6 +343,9 @@ def render(cases: list[Case], intro: str) -> str:
             reasons[c.detail].append(f"`{c.test}[{c.case_id}]`" if c.case_id else f"`{c.test}`")
         for reason, names in reasons.items():
             out.append(f"- {reason} — {', '.join(names)}")
+    failed = [c for c in cases if c.result == "FAILED"]
+    if failed:
+        out += ["", "## Failed", ""] + [f"- `{c.test}[{c.case_id}]`: {_cell(c.detail)}" for c in failed]
     for key, title in SECTIONS.items():
         out += ["", f"## {title}: every case", "", "| test | case | result |", "|---|---|---|"]
         for c in grouped[key]:
@@ -169,15 +353,32 @@ def render(cases: list[Case], intro: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def collect(xml: Path) -> dict:
+    """The results file's content: the cases of a suite run, the per-class table and the detector's figures."""
+    from benchmarks.results_io import run_meta
+
+    cases = read_cases(xml)
+    model = f"round 1: {ROUND1_MODEL}; round 2: {ROUND2_MODEL}; local model: see injection_local.json"
+    return {"meta": run_meta(model=model),
+            "cases": [c.__dict__ for c in cases], "classes": class_detection(cases),
+            "detector": detector_on_ordinary_text()}
+
+
 def main(argv: list[str] | None = None) -> int:
+    from benchmarks.results_io import load_results, write_results
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-run", action="store_true", help=f"reuse {XML.relative_to(ROOT)} instead of running")
+    parser.add_argument("--render", action="store_true", help="only re-render RELIABILITY.md from the results file")
     args = parser.parse_args(argv)
-    code = 0 if args.no_run else run_suite(XML)
+    code = 0
+    if not args.render:
+        code = 0 if args.no_run else run_suite(XML)
+        write_results(RESULTS, collect(XML))
+    data = load_results(RESULTS)
     intro_path = ROOT / "benchmarks" / "reliability_intro.md"
-    cases = read_cases(XML)
-    OUT.write_text(render(cases, intro_path.read_text(encoding="utf-8").strip()), encoding="utf-8")
-    print(f"wrote {OUT.relative_to(ROOT)}: {_counts(cases)}", file=sys.stderr)
+    OUT.write_text(render(data, intro_path.read_text(encoding="utf-8").strip()), encoding="utf-8")
+    print(f"wrote {OUT.relative_to(ROOT)}: {_counts([Case(**c) for c in data['cases']])}", file=sys.stderr)
     return code
 
 
