@@ -3,6 +3,12 @@
 Every command takes ``--store DIR`` (default: ``$WORKBENCH_HOME`` or ``.workbench``); ``--json`` prints
 machine-readable output only. Bad input exits non-zero with one line on stderr — never a traceback (set
 ``WORKBENCH_DEBUG=1`` to see one for a real bug).
+
+Exit codes, the same for every command: 0 done; 2 bad input — anything the user can fix (an argument, a config
+or history file, a question, a golden file, a store path, a store that is busy, a batch with nothing usable),
+one ``error:`` line each; 1 an internal error (a bug), or ``eval --check`` below a floor; 130 interrupted. A
+batch that is partly bad still does what it can: ``ingest`` exits 0 with a ``problem:`` line per bad file when
+something was ingested; ``eval`` and ``tune`` evaluate the good golden lines and then exit 2.
 """
 
 from __future__ import annotations
@@ -33,6 +39,13 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     return (CliError, ConfigError, StoreError, QuestionError, ModelUnavailable, FileNotFoundError)
 
 
+def _escape(text) -> str:
+    """One printable line (pipeline.ingestion.files.escape): no newline or ANSI escape from a name or a value."""
+    from pipeline.ingestion.files import escape
+
+    return escape(os.fsdecode(text) if isinstance(text, bytes) else str(text))
+
+
 def load_config(args: argparse.Namespace):
     from pipeline.config import PipelineConfig
 
@@ -43,7 +56,13 @@ def load_config(args: argparse.Namespace):
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise CliError(f"cannot read config file {path}: {exc.strerror or exc}") from None
-        cfg = PipelineConfig.from_json(text)
+        except UnicodeDecodeError as exc:
+            raise CliError(f"cannot read config file {path}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at "
+                           f"offset {exc.start})") from None
+        try:
+            cfg = PipelineConfig.from_json(text)
+        except RecursionError:
+            raise CliError(f"config file {path} is nested too deeply to be a config") from None
     if getattr(args, "set", None):
         cfg = cfg.with_overrides(list(args.set))
     return cfg
@@ -88,7 +107,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         f"removed {report.deleted}; corpus version {report.corpus_version}"
         + "".join(f"\nnote: {n}" for n in report.notes)))
     valid = report.documents + len(report.retracted)
-    return 1 if report.problems and valid == 0 else 0
+    return EXIT_USAGE if report.problems and valid == 0 else 0  # bad input only; partial batches succeed
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
@@ -122,7 +141,12 @@ def _read_history(path: str | None):
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise CliError(f"cannot read history file {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
+    except UnicodeDecodeError as exc:
+        raise CliError(f"cannot read history file {path}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at "
+                       f"offset {exc.start})") from None
+    except RecursionError:
+        raise CliError(f"history file {path} is not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, or an integer longer than Python converts
         raise CliError(f"history file {path} is not valid JSON: {exc}") from None
     if isinstance(data, dict):
         data = data.get("history", [])
@@ -139,6 +163,7 @@ def _pipeline(args: argparse.Namespace, cfg, store):
 
 def cmd_search(args: argparse.Namespace) -> int:
     from workbench.report import render_search
+    from workbench.terminal import safe, search_flags
 
     cfg = load_config(args)
     with open_store(args, cfg) as store:
@@ -147,18 +172,20 @@ def cmd_search(args: argparse.Namespace) -> int:
     data = trace.to_dict()
     for key in ("generation", "validation", "trust"):
         data.pop(key, None)
-    _emit(args, data, lambda: render_search(trace))
+    data["flags"] = search_flags(trace)  # raw text stays in the JSON; flags say what a consumer must escape
+    _emit(args, data, lambda: safe(render_search(trace)))
     return 0
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
     from workbench.report import render_answer
+    from workbench.terminal import answer_flags, safe
 
     cfg = load_config(args)
     with open_store(args, cfg) as store:
         _require_corpus(store, args)
         trace = _pipeline(args, cfg, store).ask(args.question, history=_read_history(args.history))
-    _emit(args, trace.to_dict(), lambda: render_answer(trace))
+    _emit(args, {**trace.to_dict(), "flags": answer_flags(trace)}, lambda: safe(render_answer(trace)))
     return 0
 
 
@@ -197,7 +224,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     _set_threads(args.threads)
     return run_eval(args.golden, cfg, open_store=_corpus_opener(args, cfg), check=args.check, out=args.out,
                     csv_path=args.csv, limit=args.limit, nli=not args.no_nli, json_output=args.json,
-                    progress=sys.stderr.isatty())
+                    progress=sys.stderr.isatty(), split=args.split, split_file=args.split_file)
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -207,7 +234,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     _set_threads(args.threads)
     return run_tune(args.golden, cfg, out=args.out, max_false_answer_rate=args.max_false_answer_rate, grid=args.grid,
                     traces=args.traces, json_output=args.json, open_store=_corpus_opener(args, cfg),
-                    progress=sys.stderr.isatty())
+                    progress=sys.stderr.isatty(), split_file=args.split_file)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -280,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="write summary, rows and traces under DIR")
     p.add_argument("--limit", type=int, default=None, help="only the first N cases")
     p.add_argument("--no-nli", action="store_true", help="skip the NLI citation-support check")
+    p.add_argument("--split", choices=["tune", "test", "all"], default=None,
+                   help="evaluate one part of the golden split (default: all; with --check, the floors file's part)")
+    p.add_argument("--split-file", metavar="FILE", help="the split (default: GOLDEN's .split.json beside it)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: one case at a time runs "
                    "fastest single-threaded on shared cores; 0 = torch's default)")
     _common(p)
@@ -292,6 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--traces", metavar="FILE", help="replay these traces (an eval's traces.jsonl) instead of "
                    "searching again; default: OUT/traces.jsonl when it matches the store")
     p.add_argument("--grid", type=int, default=20, help="thresholds per signal in the grid (default 20)")
+    p.add_argument("--split-file", metavar="FILE", help="fit on its tune part, report on its test part (default: "
+                   "GOLDEN's .split.json beside it; without one every figure is in-sample but the CV)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1; 0 = torch's default)")
     _common(p)
     p.set_defaults(func=cmd_tune)
@@ -321,9 +353,15 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         if isinstance(exc, _known_errors()):
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {_escape(exc)}", file=sys.stderr)
             return EXIT_USAGE
-        print(f"internal error: {type(exc).__name__}: {exc} (set WORKBENCH_DEBUG=1 for the traceback)",
+        if isinstance(exc, OSError) and exc.filename is not None:  # a path the user gave cannot be used
+            print(f"error: cannot use {_escape(exc.filename)}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if isinstance(exc, RecursionError):  # only input nests this deep
+            print(f"error: the input is nested too deeply to read ({exc})", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"internal error: {type(exc).__name__}: {_escape(exc)} (set WORKBENCH_DEBUG=1 for the traceback)",
               file=sys.stderr)
         return 1
 

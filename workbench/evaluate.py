@@ -23,7 +23,13 @@ Method:
    key facts, a semantic match with the evaluation's embedder, NLI entailment when a model resolves), kept
    in the row's ``correctness`` and summarised as ``correct_answer_rate``, ``supported_but_wrong_rate`` and
    the trust triples.
-4. Outputs (:func:`run_eval`; ``workbench.cli`` parses the flags): ``--json`` prints ``{"summary", "rows"}``
+4. **Which cases.** ``--split tune|test|all`` (default ``all``; with ``--check``, the part the floors file names)
+   evaluates one part of the golden set's fixed split (:mod:`workbench.golden`: ``golden.split.json`` beside
+   the golden file, or ``--split-file``). The summary's ``split`` says which part was measured (``part``,
+   ``file``, ``seed``, ``cases``); a run over all cases with a split also gets ``per_split``: the headline
+   rates of each part (:func:`workbench.summary.part_figures`), so a reader can tell held-out figures from
+   figures on the cases the gate was tuned on.
+5. Outputs (:func:`run_eval`; ``workbench.cli`` parses the flags): ``--json`` prints ``{"summary", "rows"}``
    (docs/ARCHITECTURE.md); ``--out DIR`` writes ``traces.jsonl`` (one ``{"id", "trace"}`` per case: what ``workbench
    tune`` replays), ``summary.json``, ``eval.json`` and ``rows.csv``; ``--csv FILE`` writes the rows too;
    ``--check FLOORS`` applies the deploy gate (:mod:`workbench.floors`).
@@ -56,10 +62,10 @@ from pipeline.storage.store import Store
 from pipeline.trace import Trace
 from workbench import floors as floors_mod
 from workbench.correctness import Correctness, score_case
-from workbench.golden import GoldenCase, GoldenSet, load_golden, subset
+from workbench.golden import GoldenCase, GoldenSet, GoldenSplit, find_split, load_golden, select, subset
 from workbench.metrics import document_ranking, hit_at_k, recall_at_k, reciprocal_rank
 from workbench.nli import nli_support
-from workbench.summary import render_summary, summarise
+from workbench.summary import part_figures, render_summary, summarise
 
 TOP_K = 10
 
@@ -324,10 +330,24 @@ def score_correctness(run: GoldenRun, embedder, models: Models, nli_model: str, 
                       "nli_reason": reason}
 
 
+def split_block(part: str, split: GoldenSplit | None, cases: int) -> dict:
+    """The summary's ``split``: which part of which split file these figures were measured on."""
+    return {"part": part, "file": split.path if split else None, "seed": split.seed if split else None,
+            "cases": cases}
+
+
+def per_split(rows: Sequence[EvalRow], split: GoldenSplit) -> dict:
+    """The headline figures of each part of ``split`` over the rows of a run of all cases."""
+    return {part: part_figures([r for r in rows if split.part_of(r.id) == part]) for part in split.parts}
+
+
 def evaluate(golden: GoldenSet, store: Store, models: Models, cfg: PipelineConfig, *, nli: bool = True,
-             progress: bool = False, on_progress: Progress | None = None) -> Evaluation:
+             progress: bool = False, on_progress: Progress | None = None, split: GoldenSplit | None = None,
+             part: str = "all") -> Evaluation:
     """Run the golden set through the pipeline and measure it (the module docstring says how). ``progress``
-    draws tqdm bars on stderr (the cases and the NLI check); ``on_progress`` replaces the cases' bar."""
+    draws tqdm bars on stderr (the cases and the NLI check); ``on_progress`` replaces the cases' bar.
+    ``golden`` holds the cases to run (:func:`workbench.golden.select` picks a part); ``split`` and ``part``
+    label the summary (and, for ``part="all"``, add the per-part figures)."""
     pipeline = eval_pipeline(store, models, cfg)
     memo = pipeline.models.memo
     run = run_cases(golden, pipeline, generate=True,
@@ -344,6 +364,9 @@ def evaluate(golden: GoldenSet, store: Store, models: Models, cfg: PipelineConfi
                       "config_hash": run.config_hash, "corpus_version": run.corpus_version,
                       "embedder": memo.name, "texts_encoded": memo.encoded, "texts_requested": memo.texts,
                       "golden_problems": list(run.problems)}
+    summary["split"] = split_block(part, split, len(run.rows))
+    if split is not None and part == "all":
+        summary["per_split"] = per_split(run.rows, split)
     return Evaluation(run=run, summary=summary)
 
 
@@ -402,12 +425,21 @@ def _missing_expected(golden: GoldenSet, store: Store) -> list[str]:
 
 def run_eval(golden: str | Path, cfg: PipelineConfig, *, open_store: StoreOpener, models: Models | None = None,
              check: str | Path | None = None, out: str | Path | None = None, csv_path: str | Path | None = None,
-             limit: int | None = None, nli: bool = True, json_output: bool = False, progress: bool = False) -> int:
+             limit: int | None = None, nli: bool = True, json_output: bool = False, progress: bool = False,
+             split: str | None = None, split_file: str | Path | None = None) -> int:
     """``workbench eval`` (``workbench.cli`` parses the flags): 0 passed, 1 the deploy gate failed, 2 bad input
     (bad golden lines included). ``open_store()`` gives the store as a context manager (the CLI's says "ingest
-    first" when it is empty); ``models`` defaults to the process-wide ones."""
-    golden_set = subset(load_golden(golden), limit)
-    gate = floors_mod.load_floors(check, golden_set.tags) if check else None
+    first" when it is empty); ``models`` defaults to the process-wide ones. ``split``: the part to evaluate
+    (``None``: the floors file's part when checking, else ``all``)."""
+    full = load_golden(golden)
+    gate = floors_mod.load_floors(check, full.tags) if check else None
+    if gate is not None and gate.split is not None and split is not None and split != gate.split:
+        raise floors_mod.FloorsError(f"floors file {check} bounds the {gate.split!r} part of the golden set; "
+                                     f"--split {split} evaluates another part (leave --split out, or use "
+                                     f"--split {gate.split})")
+    part = split or (gate.split if gate is not None and gate.split else "all")
+    golden_split = find_split(golden, split_file)
+    golden_set = subset(select(full, golden_split, part), limit)
     for problem in golden_set.problems:
         print(f"problem: {problem}", file=sys.stderr)
     with open_store() as store:
@@ -415,7 +447,8 @@ def run_eval(golden: str | Path, cfg: PipelineConfig, *, open_store: StoreOpener
         if missing:
             print(f"note: {len(missing)} expected documents are not in the store {store.home}: "
                   f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}", file=sys.stderr)
-        evaluation = evaluate(golden_set, store, models or default_models(), cfg, nli=nli, progress=progress)
+        evaluation = evaluate(golden_set, store, models or default_models(), cfg, nli=nli, progress=progress,
+                              split=golden_split, part=part)
     for problem in evaluation.run.rejected:
         print(f"problem: {problem}", file=sys.stderr)
     if out:
@@ -427,7 +460,8 @@ def run_eval(golden: str | Path, cfg: PipelineConfig, *, open_store: StoreOpener
     else:
         print(render_summary(evaluation.summary))
     run = evaluation.summary["run"]
-    print(f"evaluated {run['cases']} cases in {run['seconds']:.1f} s"
+    where = "" if part == "all" else f" of the {part} part ({golden_split.path})"
+    print(f"evaluated {run['cases']} cases{where} in {run['seconds']:.1f} s"
           + (f"; traces, summary and rows in {out}" if out else ""), file=sys.stderr)
     status = 0
     if gate is not None:

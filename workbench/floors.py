@@ -6,6 +6,12 @@ higher is better) and ``ceilings`` (at most this: rates where lower is better, s
 
     {"_about": "...", "floors": {"recall_at_10": 0.9}, "ceilings": {"false_answer_rate_unanswerable": 0.2}}
 
+An optional ``split`` (``"test"``, ``"tune"`` or ``"all"``) names the part of the golden set's split
+(:mod:`workbench.golden`) the bounds were set on and apply to: ``eval --check`` then evaluates that part (an
+explicit ``--split`` naming another part is an error), and a summary measured on another part fails the gate.
+The bundled ``golden/floors.json`` gates the held-out ``test`` part, which ``workbench tune`` never fits on, so
+a change that over-fits the tune part cannot pass by looking good on the cases it was tuned on.
+
 A metric is a top-level summary key (:data:`workbench.summary.SUMMARY_METRICS`), an NLI number
 (``nli.agreement``) or a per-tag rate (``per_tag.off-topic.false_answer_rate_unanswerable``). The file is
 checked before the evaluation runs, so a typo fails in a second with the valid names, not after minutes.
@@ -26,6 +32,7 @@ from pipeline.config import ConfigError
 from workbench.summary import CORRECTNESS_METRICS, NESTED_METRICS, SUMMARY_METRICS, TAG_METRICS, lookup
 
 TABLES = ("floors", "ceilings")
+SPLITS = ("all", "tune", "test")
 
 
 class FloorsError(ConfigError):
@@ -36,14 +43,16 @@ class FloorsError(ConfigError):
 class Gate:
     floors: dict[str, float]
     ceilings: dict[str, float]
+    split: str | None = None  # the golden part the bounds apply to; None: whatever was evaluated
 
 
 @dataclass(frozen=True)
 class Failure:
     metric: str
-    kind: str                 # "floor" | "ceiling"
+    kind: str                 # "floor" | "ceiling" | "split"
     bound: float
     value: float | None
+    note: str = ""            # for "split": which part was measured and which the bounds apply to
 
 
 def known_metrics(tags: Sequence[str] = ()) -> list[str]:
@@ -69,10 +78,14 @@ def _check_metric(name: str, key: str, tags: Sequence[str]) -> None:
 def parse_floors(data, name: str = "floors", tags: Sequence[str] = ()) -> Gate:
     if not isinstance(data, dict):
         raise FloorsError(f"floors file {name} must be a JSON object with \"floors\" and/or \"ceilings\"")
-    unknown = [k for k in data if k not in TABLES and not k.startswith("_")]
+    unknown = [k for k in data if k not in (*TABLES, "split") and not k.startswith("_")]
     if unknown:
-        raise FloorsError(f"floors file {name}: unknown top-level key {unknown[0]!r}; use \"floors\" (minimums) "
-                          "and \"ceilings\" (maximums), and \"_...\" keys for notes")
+        raise FloorsError(f"floors file {name}: unknown top-level key {unknown[0]!r}; use \"floors\" (minimums), "
+                          "\"ceilings\" (maximums), \"split\" (the golden part they apply to), and \"_...\" keys "
+                          "for notes")
+    split = data.get("split")
+    if split is not None and split not in SPLITS:
+        raise FloorsError(f"floors file {name}: \"split\" must be one of {', '.join(SPLITS)}, got {split!r}")
     tables = {}
     for table in TABLES:
         values = data.get(table, {})
@@ -85,7 +98,7 @@ def parse_floors(data, name: str = "floors", tags: Sequence[str] = ()) -> Gate:
         tables[table] = {k: float(v) for k, v in values.items()}
     if not tables["floors"] and not tables["ceilings"]:
         raise FloorsError(f"floors file {name} sets no floor and no ceiling")
-    return Gate(floors=tables["floors"], ceilings=tables["ceilings"])
+    return Gate(floors=tables["floors"], ceilings=tables["ceilings"], split=split)
 
 
 def load_floors(path: str | Path, tags: Sequence[str] = ()) -> Gate:
@@ -114,6 +127,10 @@ def _value(summary: dict, key: str) -> float | None:
 def check(summary: dict, gate: Gate) -> list[Failure]:
     """Every bound the summary violates (an unmeasured metric violates its bound)."""
     failures = []
+    measured = (summary.get("split") or {}).get("part", "all")
+    if gate.split is not None and measured != gate.split:
+        failures.append(Failure("split", "split", 0.0, None,
+                                f"the bounds apply to the {gate.split!r} part; this run measured {measured!r}"))
     for kind, table in (("floor", gate.floors), ("ceiling", gate.ceilings)):
         for key, bound in table.items():
             value = _value(summary, key)
@@ -124,10 +141,14 @@ def check(summary: dict, gate: Gate) -> list[Failure]:
 
 def report_lines(failures: Sequence[Failure], gate: Gate, name: str) -> list[str]:
     if not failures:
-        return [f"deploy gate passed: {len(gate.floors)} floors and {len(gate.ceilings)} ceilings in {name} hold"]
+        part = f" on the {gate.split} part" if gate.split else ""
+        return [f"deploy gate passed: {len(gate.floors)} floors and {len(gate.ceilings)} ceilings in {name} "
+                f"hold{part}"]
     lines = [f"deploy gate FAILED: {len(failures)} of {len(gate.floors) + len(gate.ceilings)} bounds in {name}"]
     for f in failures:
-        if f.value is None:
+        if f.kind == "split":
+            lines.append(f"  split: {f.note}")
+        elif f.value is None:
             lines.append(f"  {f.metric}: not measured in this run ({f.kind} {f.bound:g})")
         else:
             sign = "<" if f.kind == "floor" else ">"

@@ -18,6 +18,9 @@ Definitions (every rate is ``None`` when its denominator is empty):
   abstention).
 - ``latency_ms``: p50 / p95 per stage over the cases where the stage ran (``total`` for the whole ask).
 - ``per_tag``: the gate and retrieval rates restricted to the cases carrying each tag.
+- ``split`` (added by :func:`workbench.evaluate.evaluate`): the part of the golden split measured (``part``
+  "all" | "tune" | "test", ``file``, ``seed``, ``cases``); ``per_split`` (a run of all cases with a split):
+  :func:`part_figures` of each part.
 - Answer correctness (each answered case's verdict from :mod:`workbench.correctness`):
   ``correct_answer_rate`` / ``partly_answer_rate`` / ``wrong_answer_rate``: verdicts among answered
   answerable cases that have one; ``supported_but_wrong_rate``: answered cases (answerable or not) whose
@@ -179,6 +182,21 @@ def summarise(rows: Sequence, traces: Sequence[Trace], tags: Sequence[str] = (),
     return summary
 
 
+PART_METRICS = ("cases", "answerable", "unanswerable", "answer_rate_answerable", "false_answer_rate_unanswerable",
+                "abstention_precision", "abstention_recall", "recall_at_10", "mrr", "citation_support_rate",
+                "answers_fully_supported", "correct_answer_rate", "supported_but_wrong_rate")
+
+
+def part_figures(rows: Sequence) -> dict:
+    """The headline figures of a subset of rows (one part of the golden split): gate, retrieval, citation and
+    correctness rates, and the trust shares."""
+    numbers = {**gate_rates(rows), **retrieval_rates(rows), **citation_rates(rows), **correctness_rates(rows)}
+    out = {k: _rounded(numbers[k]) for k in PART_METRICS}
+    out["trust_answerable"] = trust([r for r in rows if r.answerable])
+    out["trust_unanswerable"] = trust([r for r in rows if not r.answerable])
+    return out
+
+
 def lookup(summary: dict, key: str):
     """A metric by dotted path (``nli.agreement``, ``per_tag.off-topic.false_answer_rate_unanswerable``)."""
     value = summary
@@ -197,7 +215,11 @@ def _fmt(value) -> str:
 
 def render_summary(summary: dict) -> str:
     """A plain-text table for the terminal."""
-    lines = [f"{k:<34} {_fmt(summary.get(k))}" for k in SUMMARY_METRICS]
+    split = summary.get("split") or {}
+    lines = []
+    if split.get("file"):
+        lines.append(f"{'measured on':<34} {split['part']} part of {split['file']} ({split['cases']} cases)")
+    lines += [f"{k:<34} {_fmt(summary.get(k))}" for k in SUMMARY_METRICS]
     nli = summary.get("nli", {})
     if nli.get("status") == "ran":
         lines.append(f"{'nli support / agreement':<34} {_fmt(nli.get('support_rate'))} / {_fmt(nli.get('agreement'))}"
@@ -225,6 +247,14 @@ def render_summary(summary: dict) -> str:
             lines.append(f"{tag:<22} {m['cases']:>5} {_fmt(m['answer_rate_answerable']):>10} "
                          f"{_fmt(m['false_answer_rate_unanswerable']):>11} {_fmt(m['recall_at_10']):>9} "
                          f"{_fmt(m['mrr']):>6}")
+    parts = summary.get("per_split") or {}
+    if parts:
+        lines.append(f"\n{'part':<8} {'cases':>5} {'answer@ans':>10} {'false@unans':>11} {'recall@10':>9} "
+                     f"{'correct':>7}  (tune: what workbench tune fits on; test: held out)")
+        for part, m in parts.items():
+            lines.append(f"{part:<8} {m['cases']:>5} {_fmt(m['answer_rate_answerable']):>10} "
+                         f"{_fmt(m['false_answer_rate_unanswerable']):>11} {_fmt(m['recall_at_10']):>9} "
+                         f"{_fmt(m['correct_answer_rate']):>7}")
     st = summary.get("stack", {})
     if st:
         lines.append(f"\ngate: {st.get('gate_thresholds')}; generator: {st.get('generators')}"

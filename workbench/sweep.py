@@ -14,10 +14,16 @@ Method:
    threshold never sits on a case's score), the current threshold's rates, and the **best point**: the most
    answerable cases answered with a false-answer rate on unanswerable <= the bound (ties: the lower
    false-answer rate). The combined rule is searched exactly over both candidate sets.
-5. **Cross-validation**: a threshold chosen and scored on the same 300 cases flatters itself, so each best
-   point is also chosen on 4/5 of the cases (stratified folds, seed 0) and scored on the held-out 1/5.
+5. **Cross-validation**: a threshold chosen and scored on the same cases flatters itself, so each best
+   point is also chosen on 4/5 of the cases and scored on the held-out 1/5 (folds stratified by answerable /
+   unanswerable, seed 0; given ``groups``, linked cases — one conversation, near-duplicates — share a fold).
+   ``workbench tune`` runs the whole sweep on the golden set's tune part and measures the recommendation on
+   the held-out test part (:mod:`workbench.tune`); the cross-validation then happens inside the tune part.
 6. **Grids** for the heatmaps: ``--grid`` quantiles per axis plus the configured value — ``auto`` over
    (fused, rerank) thresholds and ``fused_and_dense`` over (fused, dense).
+7. **Readable thresholds**: a recommended threshold is the midpoint of a gap between two observed scores; it
+   is reported as the shortest decimal inside the same gap (:func:`readable_threshold`), which decides every
+   fitted case the same way.
 
 It reports; it never rewrites the config.
 """
@@ -128,28 +134,47 @@ def best_setting(s: Scores, rule: str, cfg: GateConfig, max_far: float) -> dict 
             "answer_rate_answerable": float(ar[best]), "false_answer_rate_unanswerable": float(far[best])}
 
 
-def folds(answerable: np.ndarray, k: int = 5, seed: int = 0) -> list[np.ndarray]:
-    """Stratified k folds of case indices (answerable and unanswerable shuffled separately)."""
+def folds(answerable: np.ndarray, k: int = 5, seed: int = 0, groups: Sequence[int] | None = None
+          ) -> list[np.ndarray]:
+    """Stratified k folds of case indices (answerable and unanswerable shuffled separately).
+
+    ``groups`` (one label per case): cases with the same label land in the same fold; groups are shuffled,
+    taken largest first, and each goes to the fold holding the fewest cases of its majority class.
+    """
     rng = np.random.default_rng(seed)
     parts: list[list[int]] = [[] for _ in range(k)]
-    for cls in (True, False):
-        idx = np.flatnonzero(answerable == cls)
-        rng.shuffle(idx)
-        for j, i in enumerate(idx):
-            parts[j % k].append(int(i))
+    if groups is None:
+        for cls in (True, False):
+            idx = np.flatnonzero(answerable == cls)
+            rng.shuffle(idx)
+            for j, i in enumerate(idx):
+                parts[j % k].append(int(i))
+        return [np.array(sorted(p), dtype=int) for p in parts if p]
+    members: dict = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    order = list(members.values())
+    rng.shuffle(order)
+    order.sort(key=len, reverse=True)
+    for idx in order:
+        cls = bool(answerable[idx].sum() * 2 >= len(idx))
+        fold = min(range(k), key=lambda f: (sum(bool(answerable[i]) == cls for i in parts[f]), len(parts[f]), f))
+        parts[fold].extend(idx)
     return [np.array(sorted(p), dtype=int) for p in parts if p]
 
 
-def cross_validate(s: Scores, rule: str, cfg: GateConfig, max_far: float, k: int = 5) -> dict:
+def cross_validate(s: Scores, rule: str, cfg: GateConfig, max_far: float, k: int = 5,
+                   groups: Sequence[int] | None = None) -> dict:
     """Choose on k-1 folds, apply to the held-out fold; rates pooled over the held-out predictions."""
     answered = np.zeros(len(s.ids), dtype=bool)
-    for held in folds(s.answerable, k):
+    for held in folds(s.answerable, k, groups=groups):
         best = best_setting(s.take(np.setdiff1d(np.arange(len(s.ids)), held)), rule, cfg, max_far)
         chosen = {key: best[key] if best else np.inf for key in RULE_KEYS[rule]}
         fixed = {key: v for key, v in thresholds_of(cfg).items() if key not in chosen}
         answered[held] = s.take(held).answers(rule, **chosen, **fixed)
     ar, far = rates(answered, s.answerable)
-    return {"folds": k, "answer_rate_answerable": float(ar), "false_answer_rate_unanswerable": float(far)}
+    return {"folds": k, "grouped": groups is not None, "answer_rate_answerable": float(ar),
+            "false_answer_rate_unanswerable": float(far)}
 
 
 def curve(s: Scores, signal: str, cfg: GateConfig) -> dict:
@@ -170,9 +195,9 @@ def configured_rule(cfg: GateConfig) -> str:
     return cfg.signal
 
 
-def rule_report(s: Scores, rule: str, cfg: GateConfig, max_far: float) -> dict:
+def rule_report(s: Scores, rule: str, cfg: GateConfig, max_far: float, groups: Sequence[int] | None = None) -> dict:
     out = {"rule": rule, "current": current_rates(s, rule, cfg), "best": best_setting(s, rule, cfg, max_far),
-           "cross_validated": cross_validate(s, rule, cfg, max_far),
+           "cross_validated": cross_validate(s, rule, cfg, max_far, groups=groups),
            "at_bounds": {f"{b:g}": best_setting(s, rule, cfg, b) for b in sorted({*FAR_BOUNDS, max_far})}}
     if rule in SIGNALS:
         values = s.signal(rule)
@@ -197,24 +222,48 @@ def grid(s: Scores, rule: str, x_key: str, y_key: str, axes: dict[str, np.ndarra
             "answer_rate_answerable": ar.tolist(), "false_answer_rate_unanswerable": far.tolist()}
 
 
-def sweep(s: Scores, cfg: GateConfig, max_far: float = 0.05, grid_size: int = 20) -> dict:
-    """Everything the tune report shows, as plain data."""
+def sweep(s: Scores, cfg: GateConfig, max_far: float = 0.05, grid_size: int = 20,
+          groups: Sequence[int] | None = None) -> dict:
+    """Everything the tune report shows, as plain data (``groups``: see :func:`folds`)."""
     available = s.available()
     rules = [*available, *(("fused_and_dense",) if {"fused", "dense"} <= set(available) else ())]
     axes = {k: axis(s.signal(_signal_of(k)), grid_size, getattr(cfg, FIELDS[k])) for k in FIELDS}
     return {"cases": len(s.ids), "answerable": int(s.answerable.sum()), "unanswerable": int((~s.answerable).sum()),
             "max_false_answer_rate": max_far,
             "current_gate": {"signal": cfg.signal, **thresholds_of(cfg), **current_rates(s, configured_rule(cfg), cfg)},
-            "rules": {rule: rule_report(s, rule, cfg, max_far) for rule in rules},
+            "rules": {rule: rule_report(s, rule, cfg, max_far, groups) for rule in rules},
             "grids": {"auto": grid(s, "auto", "t_fused", "t_rerank", axes, cfg),
                       "fused_and_dense": grid(s, "fused_and_dense", "t_fused", "t_dense", axes, cfg)}}
 
 
-def recommend(report: dict) -> dict:
+def readable_threshold(threshold: float, scores: np.ndarray) -> float:
+    """The shortest decimal in the same gap between observed ``scores`` as ``threshold``: it decides every one of
+    those cases the same way (``score >= threshold``) and never sits on a score."""
+    finite = scores[np.isfinite(scores)]
+    below, above = finite[finite < threshold], finite[finite >= threshold]
+    lo = below.max() if len(below) else -np.inf
+    hi = above.min() if len(above) else np.inf
+    for digits in range(1, 12):
+        short = round(float(threshold), digits)
+        if lo < short < hi:
+            return short
+    return float(threshold)
+
+
+def at_setting(s: Scores, rule: str, thresholds: dict, cfg: GateConfig) -> dict:
+    """Answer / false-answer rates of one setting on these cases (thresholds not given: as configured)."""
+    ar, far = rates(s.answers(rule, **{**thresholds_of(cfg), **thresholds}), s.answerable)
+    return {"cases": len(s.ids), "answerable": int(s.answerable.sum()), "unanswerable": int((~s.answerable).sum()),
+            "answer_rate_answerable": None if np.isnan(ar) else float(ar),
+            "false_answer_rate_unanswerable": None if np.isnan(far) else float(far)}
+
+
+def recommend(report: dict, scores: Scores | None = None) -> dict:
     """The rule and thresholds that answer the most answerable cases within the false-answer bound.
 
     Every rule is a ``gate.signal`` option; ``fused_and_dense`` is also what ``auto`` applies when the
     reranker did not run, so when it wins without rerank scores the settings keep ``gate.signal=auto``.
+    Given the ``scores`` the sweep ran on, each threshold is made readable (:func:`readable_threshold`).
     """
     rules = report["rules"]
     found = [(name, r["best"]) for name, r in rules.items() if r.get("best")]
@@ -223,13 +272,14 @@ def recommend(report: dict) -> dict:
     name, best = max(found, key=lambda nb: (nb[1]["answer_rate_answerable"],
                                             -nb[1]["false_answer_rate_unanswerable"]))
     keys = RULE_KEYS[name]
+    chosen = {k: readable_threshold(best[k], scores.signal(_signal_of(k))) if scores is not None else best[k]
+              for k in keys}
     signal = "auto" if name == "fused_and_dense" and "rerank" not in rules else name
     out = {"signal": signal, "rule": name, "answer_rate_answerable": best["answer_rate_answerable"],
            "false_answer_rate_unanswerable": best["false_answer_rate_unanswerable"],
            "cross_validated": rules[name]["cross_validated"],
-           "settings": [f"gate.signal={signal}", *(f"gate.{FIELDS[k]}={best[k]:.4f}" for k in keys)]}
-    out.update({k: best[k] for k in keys})
+           "settings": [f"gate.signal={signal}", *(f"gate.{FIELDS[k]}={chosen[k]:.6g}" for k in keys)]}
+    out.update(chosen)
     if len(keys) == 1:
-        out["threshold"] = best[keys[0]]
+        out["threshold"] = chosen[keys[0]]
     return out
-

@@ -6,11 +6,20 @@ version, retrieval settings and golden cases; else every case runs once through 
 (rewrite, retrieve, rerank, gate: the gate decides before generation, so nothing else is needed) and the
 traces are saved there for the next run. The sweep itself (:mod:`workbench.sweep`) never retrieves.
 
+Out of sample by construction: when the golden file has a split (``golden.split.json`` beside it, or
+``--split-file``; :mod:`workbench.golden`), the sweep, the recommendation and its cross-validation see only the
+**tune** part; the recommendation and the current gate are then measured on the held-out **test** part, and
+the report says which figure came from which part (``report["split"]``, ``report["held_out"]``,
+``recommendation["test"]``). Without a split every figure is in-sample except the cross-validated ones, and
+the report says that too. Cross-validation folds keep linked cases (one conversation, near-duplicates:
+:func:`workbench.golden.link_groups`) together.
+
 Writes under ``--out``: ``report.md``, ``report.json``, ``tradeoff.html``, ``distributions.html`` and
 ``heatmap.html`` (plotly; ``plotly.min.js`` is written once beside them so they open offline). It prints
 the markdown report (``--json``: the JSON report) and never rewrites the config. ``workbench.cli`` parses the
 flags and calls :func:`run_tune`; the searches go through the golden-set driver
-:func:`workbench.evaluate.run_cases`.
+:func:`workbench.evaluate.run_cases`; :func:`tune_report` is the pure part (scores in, report out) that the
+app can call too.
 """
 
 from __future__ import annotations
@@ -31,8 +40,27 @@ from pipeline.storage.store import Store
 from pipeline.trace import Trace
 from workbench import figures
 from workbench.evaluate import eval_pipeline, read_traces, run_cases, tqdm_progress, write_traces
-from workbench.golden import GoldenSet, load_golden
-from workbench.sweep import FIELDS, RULE_KEYS, SIGNALS, configured_rule, extract, rates, recommend, sweep
+from workbench.golden import (
+    GoldenCase,
+    GoldenSet,
+    GoldenSplit,
+    find_split,
+    link_groups,
+    load_golden,
+    split_path,
+)
+from workbench.sweep import (
+    FIELDS,
+    RULE_KEYS,
+    SIGNALS,
+    Scores,
+    at_setting,
+    configured_rule,
+    extract,
+    rates,
+    recommend,
+    sweep,
+)
 
 RETRIEVAL_SECTIONS = ("embedding", "keyword", "retrieve", "rerank", "rewrite")
 UNANSWERABLE_TAGS = ("off-topic", "hard-unanswerable", "retracted")
@@ -116,17 +144,39 @@ def _setting(point: dict | None, keys) -> str:
     return ", ".join(f"{k[2:]} ≥ {point[k]:.4f}" for k in keys)
 
 
+def _rates(point: dict | None) -> str:
+    if not point:
+        return "—"
+    return f"{_pct(point.get('answer_rate_answerable'))} / {_pct(point.get('false_answer_rate_unanswerable'))}"
+
+
+def _split_line(r: dict) -> str:
+    sp = r["split"]
+    if sp["fitted_on"] == "all":
+        return (f"No split file ({sp['missing']}): the sweep ran on all {r['cases']} cases, so every figure below is "
+                "in-sample except the cross-validated ones.")
+    held = r.get("held_out") or {}
+    return (f"Fitted on the **tune** part only: {r['cases']} cases ({r['answerable']} answerable, "
+            f"{r['unanswerable']} unanswerable) of `{sp['file']}` (seed {sp['seed']}). Measured on the held-out "
+            f"**test** part: {held.get('cases', 0)} cases ({held.get('answerable', 0)} answerable, "
+            f"{held.get('unanswerable', 0)} unanswerable), never seen by the sweep.")
+
+
 def render_markdown(report: dict) -> str:
     r, rec = report, report["recommendation"]
     bound = r["max_false_answer_rate"]
-    lines = ["# Gate threshold sweep", "",
-             f"{r['cases']} golden cases ({r['answerable']} answerable, {r['unanswerable']} unanswerable); "
-             f"traces: {r['source']}. False-answer bound: {bound:.0%}. Sweep time: {r['sweep_ms']:.0f} ms.", "",
-             f"Current gate: `signal={r['current_gate']['signal']}` → answers "
-             f"{_pct(r['current_gate']['answer_rate_answerable'])} of answerable, "
-             f"{_pct(r['current_gate']['false_answer_rate_unanswerable'])} of unanswerable.", "",
+    held = r.get("held_out")
+    fit = "tune part" if r["split"]["fitted_on"] == "tune" else "all cases, in-sample"
+    lines = ["# Gate threshold sweep", "", _split_line(r), "",
+             f"Traces: {r['source']}. False-answer bound: {bound:.0%}. Sweep time: {r['sweep_ms']:.0f} ms.", "",
+             f"Current gate (`signal={r['current_gate']['signal']}`), answered / false answers: "
+             f"{_rates(r['current_gate'])} on the {fit}"
+             + (f"; {_rates(held['current_gate'])} on the held-out test part." if held else "."), "",
+             f"Per rule, on the {fit}" + ("; 5-fold CV within the tune part; the last column applies the rule's "
+                                          "best point to the held-out test part:" if held else ":"), "",
              "| rule | ROC-AUC | current setting → answered / false | best at ≤ bound | answered / false | "
-             "5-fold CV answered / false | best at ≤ 10 % | best at ≤ 20 % |", "|---|---:|---|---|---|---|---|---|"]
+             "5-fold CV answered / false | best at ≤ 10 % | best at ≤ 20 % | test answered / false |",
+             "|---|---:|---|---|---|---|---|---|---|"]
     for name, x in r["rules"].items():
         keys = RULE_KEYS[name]
         auc = "—" if x.get("roc_auc") is None else f"{x['roc_auc']:.3f}"
@@ -136,21 +186,26 @@ def render_markdown(report: dict) -> str:
             p = x["at_bounds"].get(f"{b:g}")
             return f"{_setting(p, keys)} → {_pct(p['answer_rate_answerable'])}" if p else "none"
 
-        lines.append(f"| {name} | {auc} | {_setting(cur, keys)} → {_pct(cur['answer_rate_answerable'])} / "
-                     f"{_pct(cur['false_answer_rate_unanswerable'])} | {_setting(best, keys)} | "
-                     f"{_pct(best and best['answer_rate_answerable'])} / "
-                     f"{_pct(best and best['false_answer_rate_unanswerable'])} | "
-                     f"{_pct(cv['answer_rate_answerable'])} / {_pct(cv['false_answer_rate_unanswerable'])} | "
-                     f"{at(0.10)} | {at(0.20)} |")
+        test = _rates((held or {}).get("rules", {}).get(name)) if held else "— (no split)"
+        lines.append(f"| {name} | {auc} | {_setting(cur, keys)} → {_rates(cur)} | {_setting(best, keys)} | "
+                     f"{_rates(best)} | {_rates(cv)} | {at(0.10)} | {at(0.20)} | {test} |")
     lines += ["", "## Recommendation", ""]
     if rec.get("signal"):
-        lines.append(f"Set `{' '.join(rec['settings'])}`: answers {_pct(rec['answer_rate_answerable'])} of answerable "
-                     f"with {_pct(rec['false_answer_rate_unanswerable'])} false answers on this set "
-                     f"(cross-validated {_pct(rec['cross_validated']['answer_rate_answerable'])} / "
-                     f"{_pct(rec['cross_validated']['false_answer_rate_unanswerable'])}).")
+        cv = rec["cross_validated"]
+        if held and rec.get("test"):
+            lines.append(f"Set `{' '.join(rec['settings'])}`: on the held-out **test** part it answers "
+                         f"{_pct(rec['test']['answer_rate_answerable'])} of answerable questions with "
+                         f"{_pct(rec['test']['false_answer_rate_unanswerable'])} false answers. On the tune part it "
+                         f"was fitted on: {_rates(rec)} (in-sample); 5-fold cross-validated within the tune part: "
+                         f"{_rates(cv)}.")
+        else:
+            lines.append(f"Set `{' '.join(rec['settings'])}`: answers {_pct(rec['answer_rate_answerable'])} of "
+                         f"answerable with {_pct(rec['false_answer_rate_unanswerable'])} false answers on these cases "
+                         f"(in-sample; 5-fold cross-validated {_rates(cv)}).")
     else:
         lines.append(rec.get("why", ""))
-    lines += ["", "False-answer rate by kind of unanswerable question:", "",
+    where = "the held-out test part" if held else "all cases"
+    lines += ["", f"False-answer rate by kind of unanswerable question, on {where}:", "",
               "| setting | " + " | ".join(UNANSWERABLE_TAGS) + " |", "|---|" + "---:|" * len(UNANSWERABLE_TAGS)]
     for label, tags in r["by_tag"].items():
         lines.append(f"| {label} | " + " | ".join(_pct(tags.get(t, {}).get("false_answer_rate_unanswerable"))
@@ -159,12 +214,67 @@ def render_markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _scores(cases: list[GoldenCase], by_id: dict[str, Trace]) -> Scores:
+    return extract([c.id for c in cases], [c.answerable for c in cases], [by_id[c.id] for c in cases])
+
+
+def _group_labels(cases: list[GoldenCase]) -> list[int]:
+    label = {case_id: n for n, group in enumerate(link_groups(cases)) for case_id in group}
+    return [label[c.id] for c in cases]
+
+
+def tune_report(cases: list[GoldenCase], by_id: dict[str, Trace], cfg: PipelineConfig, *,
+                split: GoldenSplit | None = None, max_false_answer_rate: float = 0.05, grid: int = 20,
+                missing_split: str = "") -> tuple[dict, Scores]:
+    """The sweep on the tune part (all cases without a split), the recommendation, and both measured on the
+    held-out test part: ``(report, the tune part's scores)``. Pure: traces in, plain data out."""
+    fit = [c for c in cases if split is None or split.part_of(c.id) == "tune"]
+    held = [c for c in cases if split is not None and split.part_of(c.id) == "test"]
+    if not fit:
+        raise TuneError(f"none of the {len(cases)} cases with a trace is in the tune part of {split.path}"
+                        if split else "no case to tune on")
+    scores = _scores(fit, by_id)
+    started = time.perf_counter()
+    report = sweep(scores, cfg.gate, max_false_answer_rate, grid, groups=_group_labels(fit))
+    report["sweep_ms"] = (time.perf_counter() - started) * 1000
+    report["split"] = ({"fitted_on": "tune", "file": split.path, "seed": split.seed, "tune_cases": len(fit),
+                        "test_cases": len(held)} if split else
+                       {"fitted_on": "all", "file": None, "missing": missing_split or "none given"})
+    rec = report["recommendation"] = recommend(report, scores)
+    rec["fitted_on"] = report["split"]["fitted_on"]
+    rule = configured_rule(cfg.gate)
+    tagged = fit
+    if held:
+        test = _scores(held, by_id)
+        current = at_setting(test, rule, {}, cfg.gate)
+        report["held_out"] = {"part": "test", **{k: current[k] for k in ("cases", "answerable", "unanswerable")},
+                              "current_gate": current}
+        report["held_out"]["rules"] = {name: at_setting(test, name, {k: x["best"][k] for k in RULE_KEYS[name]},
+                                                        cfg.gate) if x.get("best") else None
+                                       for name, x in report["rules"].items()}
+        if rec.get("signal"):
+            rec["test"] = at_setting(test, rec["rule"], {k: rec[k] for k in RULE_KEYS[rec["rule"]]}, cfg.gate)
+        tagged, scores_for_tags = held, test
+    else:
+        scores_for_tags = scores
+    tags = [c.tags for c in tagged]
+    report["by_tag_part"] = "test" if held else "all"
+    report["by_tag"] = {f"current ({cfg.gate.signal})": by_tag(scores_for_tags, tags, rule, {}, cfg.gate)}
+    if rec.get("signal"):
+        report["by_tag"][f"recommended {rec['rule']}"] = by_tag(
+            scores_for_tags, tags, rec["rule"], {k: rec[k] for k in RULE_KEYS[rec["rule"]]}, cfg.gate)
+    return report, scores
+
+
 def write_figures(out: Path, report: dict, scores) -> None:
     rules = report["rules"]
-    points = [{"label": "current", **report["current_gate"]}]
+    part = "tune part" if report["split"]["fitted_on"] == "tune" else "in-sample"
+    points = [{"label": f"current ({part})", **report["current_gate"]}]
     rec = report["recommendation"]
     if rec.get("signal"):
-        points.append({"label": f"recommended ({rec['rule']})", **rec})
+        points.append({"label": f"recommended ({rec['rule']}, {part})", **rec})
+    if rec.get("test"):
+        points.append({"label": f"recommended ({rec['rule']}, held-out test part)", **rec["test"]})
     curves = {n: x["curve"] for n, x in rules.items() if "curve" in x}
     thresholds = {n: {"current": rules[n]["current"][f"t_{n}"],
                       "recommended": (rules[n]["best"] or {}).get(f"t_{n}")} for n in curves}
@@ -183,7 +293,7 @@ def write_figures(out: Path, report: dict, scores) -> None:
 def run_tune(golden: str | Path, cfg: PipelineConfig, *, out: str | Path = "tune-output",
              max_false_answer_rate: float = 0.05, grid: int = 20, traces: str | Path | None = None,
              json_output: bool = False, open_store: Callable[[], AbstractContextManager[Store]] | None = None,
-             models: Models | None = None, progress: bool = False) -> int:
+             models: Models | None = None, progress: bool = False, split_file: str | Path | None = None) -> int:
     """``workbench tune`` (``workbench.cli`` parses the flags): 0, or 2 when the golden file has bad lines.
     ``open_store()`` gives the store as a context manager; it is not opened when ``traces`` is given."""
     if not 0.0 <= max_false_answer_rate <= 1.0:
@@ -191,6 +301,7 @@ def run_tune(golden: str | Path, cfg: PipelineConfig, *, out: str | Path = "tune
     if grid < 2:
         raise TuneError(f"--grid must be at least 2, got {grid}")
     golden_set = load_golden(golden)
+    split = find_split(golden, split_file)
     for problem in golden_set.problems:
         print(f"problem: {problem}", file=sys.stderr)
     out = Path(out)
@@ -203,18 +314,14 @@ def run_tune(golden: str | Path, cfg: PipelineConfig, *, out: str | Path = "tune
     if len(cases) < len(golden_set.cases):
         print(f"note: {len(golden_set.cases) - len(cases)} golden cases have no trace and are left out",
               file=sys.stderr)
-    scores = extract([c.id for c in cases], [c.answerable for c in cases], [by_id[c.id] for c in cases])
-    started = time.perf_counter()
-    report = sweep(scores, cfg.gate, max_false_answer_rate, grid)
-    report["sweep_ms"] = (time.perf_counter() - started) * 1000
+    if split is not None:
+        unassigned = [c.id for c in cases if split.part_of(c.id) is None]
+        if unassigned:
+            raise TuneError(f"split file {split.path} does not assign {len(unassigned)} cases (e.g. "
+                            f"{unassigned[0]!r}): regenerate it with python -m workbench.golden split {golden}")
+    report, scores = tune_report(cases, by_id, cfg, split=split, max_false_answer_rate=max_false_answer_rate,
+                                 grid=grid, missing_split=str(split_path(golden)))
     report["source"] = source
-    report["recommendation"] = recommend(report)
-    tags = [c.tags for c in cases]
-    rec = report["recommendation"]
-    report["by_tag"] = {f"current ({cfg.gate.signal})": by_tag(scores, tags, configured_rule(cfg.gate), {}, cfg.gate)}
-    if rec.get("signal"):
-        report["by_tag"][f"recommended {rec['rule']}"] = by_tag(
-            scores, tags, rec["rule"], {k: rec[k] for k in RULE_KEYS[rec["rule"]]}, cfg.gate)
     markdown = render_markdown(report)
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     (out / "report.md").write_text(markdown, encoding="utf-8")

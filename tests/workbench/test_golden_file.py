@@ -85,6 +85,25 @@ def test_answerable_cases_name_documents_and_an_answer(cases):
         assert c["expected_answer"] and c["expected_answer"].strip(), c["id"]
 
 
+MAX_EXPECTED_WORDS = 60   # a short fact, value or a few steps: what workbench/correctness.py can score
+
+
+def test_expected_answers_are_specific_enough_to_score(cases):
+    """Correctness scores an answer by the expected answer's content tokens and key facts (numbers, versions,
+    identifiers): an expected answer must be short and say something the question does not, or every answer
+    that restates the question would score."""
+    from pipeline.text.tokenize import tokenize
+    from workbench.correctness import key_facts
+
+    vague = []
+    for c in (c for c in cases if c["answerable"]):
+        expected = c["expected_answer"]
+        new_tokens = set(tokenize(expected)) - set(tokenize(c["question"]))
+        if len(expected.split()) > MAX_EXPECTED_WORDS or (len(new_tokens) < 3 and not key_facts(expected)):
+            vague.append(c["id"])
+    assert vague == [], f"expected answers too long or too vague to score: {vague}"
+
+
 def test_unanswerable_cases_have_no_documents_and_no_answer(cases):
     for c in (c for c in cases if not c["answerable"]):
         assert c["expected_doc_ids"] == [], c["id"]

@@ -1,0 +1,134 @@
+"""Out of sample by construction: `workbench tune` fits on the tune part only and reports on the test part,
+`workbench eval --split` measures one part, and the deploy gate bounds the part its floors file names."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import PipelineConfig
+from pipeline.testing import fake_models
+from workbench import evaluate, tune
+from workbench.floors import FloorsError, Gate, check, load_floors, report_lines
+from workbench.golden import load_golden, load_split, write_split
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "golden" / "golden.jsonl"
+OFF_TOPIC = ["What is the capital of France?", "How do I bake sourdough bread?", "Who won the 1998 World Cup?",
+             "What is the boiling point of ethanol?", "How tall is Mount Kilimanjaro?"]
+
+
+class _Borrowed(contextlib.AbstractContextManager):
+    def __init__(self, store):
+        self.store = store
+
+    def __enter__(self):
+        return self.store
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.fixture
+def split_golden(tmp_path):
+    """48 golden cases with their own split file beside them."""
+    path = tmp_path / "golden.jsonl"
+    path.write_text("\n".join(GOLDEN.read_text(encoding="utf-8").splitlines()[:48]) + "\n", encoding="utf-8")
+    write_split(path)
+    return path
+
+
+def _tune(store, golden, out, **kw):
+    return tune.run_tune(golden, PipelineConfig(), out=out, grid=5, json_output=True, max_false_answer_rate=0.2,
+                         open_store=lambda: _Borrowed(store), models=fake_models(reranker=False), **kw)
+
+
+def test_tune_fits_on_the_tune_part_and_changing_test_cases_leaves_the_recommendation_alone(
+        demo_store_fake, split_golden, tmp_path, capsys):
+    split = load_split(split_golden.with_name("golden.split.json"))
+    assert _tune(demo_store_fake, split_golden, tmp_path / "a") == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["split"]["fitted_on"] == "tune" and first["cases"] == len(split.parts["tune"])
+    assert first["held_out"]["cases"] == len(split.parts["test"])
+    assert first["recommendation"]["signal"] and first["recommendation"]["test"]["cases"] == len(split.parts["test"])
+    markdown = (tmp_path / "a" / "report.md").read_text(encoding="utf-8")
+    assert "Fitted on the **tune** part only" in markdown and "on the held-out **test** part it answers" in markdown
+
+    # every test-part question becomes an off-topic one: its traces, and so the held-out rates, change...
+    test_ids = set(split.parts["test"])
+    lines = []
+    for n, line in enumerate(split_golden.read_text(encoding="utf-8").splitlines()):
+        record = json.loads(line)
+        if record["id"] in test_ids:
+            record.update(question=OFF_TOPIC[n % len(OFF_TOPIC)], history=[])
+        lines.append(json.dumps(record))
+    split_golden.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert _tune(demo_store_fake, split_golden, tmp_path / "b") == 0
+    second = json.loads(capsys.readouterr().out)
+    assert second["held_out"] != first["held_out"]
+    # ...and what was fitted does not move
+    for key in ("settings", "rule", "answer_rate_answerable", "false_answer_rate_unanswerable", "cross_validated"):
+        assert second["recommendation"][key] == first["recommendation"][key], key
+    assert second["rules"] == first["rules"]
+
+
+def test_without_a_split_file_tune_says_its_figures_are_in_sample(demo_store_fake, tmp_path, capsys):
+    path = tmp_path / "nosplit.jsonl"
+    path.write_text("\n".join(GOLDEN.read_text(encoding="utf-8").splitlines()[:20]) + "\n", encoding="utf-8")
+    assert _tune(demo_store_fake, path, tmp_path / "t") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["split"]["fitted_on"] == "all" and "held_out" not in report and report["cases"] == 20
+    assert "every figure below is in-sample" in (tmp_path / "t" / "report.md").read_text(encoding="utf-8")
+
+
+def _eval(store, golden, capsys, **kw):
+    code = evaluate.run_eval(golden, PipelineConfig(), open_store=lambda: _Borrowed(store),
+                             models=fake_models(reranker=False), nli=False, json_output=True, **kw)
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+def test_eval_measures_one_part_and_labels_every_figure_with_it(demo_store_fake, split_golden, capsys):
+    split = load_split(split_golden.with_name("golden.split.json"))
+    code, data, err = _eval(demo_store_fake, split_golden, capsys, split="test")
+    assert code == 0 and [r["id"] for r in data["rows"]] == list(split.parts["test"])
+    assert data["summary"]["split"]["part"] == "test" and data["summary"]["split"]["cases"] == len(split.parts["test"])
+    assert "of the test part" in err
+    code, data, _ = _eval(demo_store_fake, split_golden, capsys)
+    assert data["summary"]["split"]["part"] == "all" and len(data["rows"]) == 48
+    parts = data["summary"]["per_split"]
+    assert parts["tune"]["cases"] + parts["test"]["cases"] == 48
+    held = [r for r in data["rows"] if r["id"] in split.parts["test"] and not r["answerable"]]
+    assert parts["test"]["false_answer_rate_unanswerable"] == round(sum(not r["abstained"] for r in held)
+                                                                     / len(held), 4)
+
+
+def test_the_gate_checks_the_part_its_floors_file_names(demo_store_fake, split_golden, tmp_path, capsys):
+    floors = tmp_path / "floors.json"
+    floors.write_text(json.dumps({"split": "test", "floors": {"recall_at_10": 0.0}}), encoding="utf-8")
+    code, data, err = _eval(demo_store_fake, split_golden, capsys, check=floors)
+    assert code == 0 and data["summary"]["split"]["part"] == "test", "no --split: the floors' part is evaluated"
+    assert "hold on the test part" in err
+    with pytest.raises(FloorsError, match="bounds the 'test' part.*--split tune evaluates another part"):
+        _eval(demo_store_fake, split_golden, capsys, check=floors, split="tune")
+    # a summary of another part never passes a gate set on the test part
+    gate = Gate(floors={"recall_at_10": 0.0}, ceilings={}, split="test")
+    failures = check({"recall_at_10": 1.0, "split": {"part": "all"}}, gate)
+    assert [f.kind for f in failures] == ["split"]
+    assert "bounds apply to the 'test' part; this run measured 'all'" in report_lines(failures, gate, "f")[1]
+
+
+def test_the_bundled_floors_gate_the_held_out_test_part_and_hold_on_the_committed_run():
+    golden = load_golden(GOLDEN)
+    gate = load_floors(ROOT / "golden" / "floors.json", golden.tags)
+    data = json.loads((ROOT / "golden" / "floors.json").read_text(encoding="utf-8"))
+    assert gate.split == "test"
+    measured = data["_measured"]
+    assert data["_measured_on"]["part"] == "test"
+    for key, bound in gate.floors.items():
+        assert measured[key] >= bound, f"floor {key} {bound} is above the measured {measured[key]}"
+    for key, bound in gate.ceilings.items():
+        assert measured[key] <= bound, f"ceiling {key} {bound} is below the measured {measured[key]}"
