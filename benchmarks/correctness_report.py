@@ -1,38 +1,34 @@
 """The "Answer correctness" section of BENCHMARKS.md: the correctness scorer (:mod:`workbench.correctness`)
-against hand labels. NOT a test (``tests/benchmarks/test_correctness_report.py`` checks that the committed
-section is what this script writes from the committed results file).
+against hand labels. NOT a test (``tests/benchmarks/test_report.py`` checks that the committed markdown is what
+:func:`render` gives from the committed results file).
 
 Two steps:
 
 - ``python -m benchmarks.correctness_report --measure EVAL_DIR`` re-scores the traces of a ``workbench eval
-  --out EVAL_DIR`` run with the current scorer (the packaged embedder; NLI as the run had it, normally
-  unavailable offline), rebuilds the evaluation summary from the same traces, and writes
-  ``benchmarks/results/correctness_handcheck.json``: for the first ``HANDCHECK_CASES`` answered answerable
-  cases by id, the question, the expected answer, the answer, the scorer's verdict and signals, and the hand
-  label (kept from the existing results file, or taken from ``--labels FILE``, ``{"id": "correct|partly|wrong"}``),
-  plus the run's summary figures, the date, the machine, the load average, the git commit and the model.
-- ``python -m benchmarks.correctness_report`` (no flag) rewrites the section of BENCHMARKS.md between
-  ``<!-- correctness:start -->`` and ``<!-- correctness:end -->`` from that file: exact verdict agreement,
-  the confusion matrix, and the summary figures, with the model that produced them.
+  --split all --out EVAL_DIR`` run with the current scorer (the packaged embedder; NLI as the run had it,
+  normally unavailable offline), rebuilds the evaluation summary from the same traces (on the held-out test
+  part of the golden split), and writes ``benchmarks/results/correctness_handcheck.json``: for each hand-checked
+  case the question, the expected answer, the answer, the scorer's verdict and signals, and the hand label
+  (carried over from the existing results file where the answer text is unchanged, or taken from
+  ``--labels FILE``, ``{"id": "correct|partly|wrong"}``, for the first ``HANDCHECK_CASES`` answered answerable
+  cases by id), plus the run's summary figures and the ``meta`` block (date, machine, load, commit, model).
+- ``make report`` renders the section with :func:`render`: exact verdict agreement, the confusion matrix, and the
+  summary figures, with the model that produced them. ``python -m benchmarks.correctness_report`` (no flag)
+  prints the section.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import os
-import platform
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "correctness_handcheck.json"
-MARKDOWN = ROOT / "BENCHMARKS.md"
+from benchmarks.results_io import ROOT, load_average, load_results, meta_line, results_path, run_meta, write_results
+
+NAME = "correctness_handcheck"
 GOLDEN = ROOT / "golden" / "golden.jsonl"
-START, END = "<!-- correctness:start -->", "<!-- correctness:end -->"
 HANDCHECK_CASES = 50
 MODEL = "extractive generator, packaged all-MiniLM-L6-v2"
 VERDICTS = ("correct", "partly", "wrong")
@@ -69,7 +65,28 @@ def _direction(matrix: dict) -> str:
     return line
 
 
-def render_section(results: dict) -> str:
+def _handcheck(results: dict, n: int) -> str:
+    h = results.get("handcheck")
+    if not h:
+        return f"The first {n} answered answerable golden cases by id."
+    if h["source"].startswith("labelled on this run"):
+        return f"The first {n} answered answerable golden cases by id, in this run."
+    dropped = h["dropped"]
+    return (f"{n} answered answerable golden cases whose hand label was carried over from an earlier run because "
+            "this run gave the identical answer text" + (f" ({len(dropped)} labelled cases dropped: abstained or "
+                                                         "answered differently)." if dropped else "."))
+
+
+def _summary_heading(results: dict) -> str:
+    s, part = results["summary"], results.get("part", "all")
+    if part == "all":
+        return (f"**The golden set** ({s['cases']} cases, offline default stack, the same run; every case, so the "
+                "rates of the gate include the cases its defaults were fitted on):")
+    return (f"**The golden set's held-out {part} part** ({s['cases']} cases, offline default stack, the same run; the "
+            "gate's defaults were fitted on the other part):")
+
+
+def render(results: dict) -> str:
     cases = results["cases"]
     a = agreement(cases)
     s = results["summary"]
@@ -81,16 +98,16 @@ def render_section(results: dict) -> str:
         "each answered case with `workbench/correctness.py` (token recall with exact numbers, versions and "
         "identifiers, a semantic match with the evaluation's embedder, NLI entailment when a model resolves) and "
         "gives one verdict: correct, partly or wrong.", "",
-        f"Run: {results['date']}, git `{results['git_commit']}`, model: {results['model']}; NLI: "
-        f"{results['nli']}. Machine: `{results['machine']}`, load average {results['load_average']}.", "",
-        f"**Hand check.** The first {a['cases']} answered answerable golden cases by id, each labelled by hand "
-        f"from the question, the expected answer and the answer (hand labels: "
-        + ", ".join(f"{hand[v]} {v}" for v in VERDICTS)
+        meta_line(results["meta"]) + f" NLI: {results['nli']}. Regenerate: `workbench eval golden/golden.jsonl "
+        "--store STORE --split all --no-nli --out DIR`, then `python -m benchmarks.correctness_report --measure "
+        "DIR` and `make report`.", "",
+        f"**Hand check.** {_handcheck(results, a['cases'])} Each answer was labelled by hand from the question, the "
+        "expected answer and the answer (hand labels: " + ", ".join(f"{hand[v]} {v}" for v in VERDICTS)
         + f"). The scorer agrees exactly on {a['agree']} of {a['cases']} ({_pct(a['rate'])}).", "",
         "| hand \\ scorer | " + " | ".join(VERDICTS) + " |", "|---|" + "---:|" * len(VERDICTS),
         *(f"| {h} | " + " | ".join(str(a["matrix"][h][v]) for v in VERDICTS) + " |" for h in VERDICTS), "",
         _direction(a["matrix"]), "",
-        f"**The golden set** ({s['cases']} cases, offline default stack, the same run):", "",
+        _summary_heading(results), "",
         "| metric | value |", "|---|---:|",
         f"| answered (answerable) | {_pct(s['answer_rate_answerable'])} |",
         f"| claims supported by their citation | {_pct(s['citation_support_rate'])} |",
@@ -107,67 +124,63 @@ def render_section(results: dict) -> str:
         t = s[f"trust_{kind}"]
         lines.append(f"| {kind} ({t['cases']}) | {_pct(t['answered_correctly'])} | {_pct(t['answered_partly'])} | "
                      f"{_pct(t['abstained'])} | {_pct(t['answered_wrongly'])} |")
-    lines += ["", "Regenerate: `workbench eval golden/golden.jsonl --store STORE --no-nli --out DIR`, then "
-              "`python -m benchmarks.correctness_report --measure DIR` and `python -m benchmarks.correctness_report`."]
-    return "\n".join(lines)
-
-
-def rewrite(markdown: str, section: str) -> str:
-    """``markdown`` with the text between the markers replaced (the markers appended when absent)."""
-    block = f"{START}\n{section}\n{END}"
-    if START in markdown and END in markdown:
-        head, rest = markdown.split(START, 1)
-        return head + block + rest.split(END, 1)[1]
-    return markdown.rstrip("\n") + "\n\n" + block + "\n"
+    return "\n".join(lines) + "\n"
 
 
 # -- measuring ------------------------------------------------------------------------------------------------
 
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+def _case_record(case, trace, verdict, hand: str) -> dict:
+    return {"id": case.id, "question": case.question, "expected_answer": case.expected_answer,
+            "answer": trace.answer, "hand": hand, "scorer": verdict.verdict, "why": verdict.why,
+            "token_recall": verdict.token_recall, "semantic": verdict.semantic,
+            "missing_facts": list(verdict.missing_facts), "contradicted_facts": list(verdict.contradicted_facts)}
 
 
-def _uname() -> str:
-    try:
-        return subprocess.run(["uname", "-a"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return " ".join(platform.uname()).strip()
+def measure(eval_dir: Path, labels: dict[str, str] | None, labelled: list[dict] | None = None) -> dict:
+    """Re-score an ``eval --out`` directory of the WHOLE golden set.
 
-
-def measure(eval_dir: Path, labels: dict[str, str]) -> dict:
+    Hand check: with ``labels`` ({id: verdict}, labelled on this run's answers), the first ``HANDCHECK_CASES``
+    answered answerable cases by id. Without, the ``labelled`` cases of the previous results file, each kept
+    only when this run answered it with the identical answer text (a label judges a text, not a case).
+    Summary: the held-out ``test`` part of the golden split when there is one (the gate's defaults were fitted
+    on the ``tune`` part), else every case (``part`` says which).
+    """
     from pipeline.config import PipelineConfig
     from pipeline.models.registry import default_models
     from workbench.correctness import score_case
     from workbench.evaluate import abstained_by, build_row, read_traces
-    from workbench.golden import load_golden
+    from workbench.golden import find_split, load_golden
     from workbench.summary import summarise
 
     golden = load_golden(GOLDEN)
+    split = find_split(GOLDEN)
     traces = read_traces(eval_dir / "traces.jsonl")
     cases = [c for c in golden.cases if c.id in traces]
     embedder = default_models().embedder(PipelineConfig().embedding)
     previous = json.loads((eval_dir / "summary.json").read_text(encoding="utf-8")).get("correctness", {})
     nli = previous.get("nli", "off") if previous.get("nli") != "ran" else "unavailable"
-    verdicts = [score_case(c, traces[c.id], abstained=bool(abstained_by(traces[c.id])), embedder=embedder,
-                           nli_status=nli) for c in cases]
-    rows = [build_row(c, traces[c.id], v) for c, v in zip(cases, verdicts, strict=True)]
-    summary = summarise(rows, [traces[c.id] for c in cases], tags=golden.tags)
-    picked = sorted((c for c in cases if c.answerable and not abstained_by(traces[c.id])), key=lambda c: c.id)
-    out = []
-    for case in picked[:HANDCHECK_CASES]:
-        verdict = verdicts[cases.index(case)]
-        out.append({"id": case.id, "question": case.question, "expected_answer": case.expected_answer,
-                    "answer": traces[case.id].answer, "hand": labels[case.id], "scorer": verdict.verdict,
-                    "why": verdict.why, "token_recall": verdict.token_recall, "semantic": verdict.semantic,
-                    "missing_facts": list(verdict.missing_facts),
-                    "contradicted_facts": list(verdict.contradicted_facts)})
-    return {"date": dt.date.today().isoformat(), "machine": _uname(),
-            "load_average": " ".join(f"{x:.2f}" for x in os.getloadavg()), "git_commit": _git_commit(),
-            "model": MODEL, "nli": nli, "summary": {k: summary[k] for k in SUMMARY_KEYS}, "cases": out}
+    verdicts = {c.id: score_case(c, traces[c.id], abstained=bool(abstained_by(traces[c.id])), embedder=embedder,
+                                 nli_status=nli) for c in cases}
+    part = "test" if split is not None and set(split.parts["test"]) <= set(traces) else "all"
+    scored = [c for c in cases if part == "all" or split.part_of(c.id) == part]
+    rows = [build_row(c, traces[c.id], verdicts[c.id]) for c in scored]
+    summary = summarise(rows, [traces[c.id] for c in scored], tags=golden.tags)
+    answered = {c.id: c for c in cases if c.answerable and not abstained_by(traces[c.id])}
+    out, dropped = [], []
+    if labels is not None:
+        for cid in sorted(answered)[:HANDCHECK_CASES]:
+            out.append(_case_record(answered[cid], traces[cid], verdicts[cid], labels[cid]))
+        source = "labelled on this run's answers"
+    else:
+        for old in labelled or []:
+            cid = old["id"]
+            if cid in answered and traces[cid].answer == old["answer"]:
+                out.append(_case_record(answered[cid], traces[cid], verdicts[cid], old["hand"]))
+            else:
+                dropped.append(cid)
+        source = "carried over from an earlier run's labels where this run gave the identical answer"
+    return {"nli": nli, "part": part, "summary": {k: summary[k] for k in SUMMARY_KEYS},
+            "handcheck": {"source": source, "dropped": dropped}, "cases": out}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,16 +190,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labels", metavar="FILE", help="hand labels {id: verdict} (default: the results file's)")
     args = parser.parse_args(argv)
     if args.measure:
-        if args.labels:
-            labels = json.loads(Path(args.labels).read_text(encoding="utf-8"))
-        else:
-            labels = {c["id"]: c["hand"] for c in json.loads(RESULTS.read_text(encoding="utf-8"))["cases"]}
-        results = measure(Path(args.measure), labels)
-        RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        print(f"wrote {RESULTS}", file=sys.stderr)
-    results = json.loads(RESULTS.read_text(encoding="utf-8"))
-    MARKDOWN.write_text(rewrite(MARKDOWN.read_text(encoding="utf-8"), render_section(results)), encoding="utf-8")
-    print(f"rewrote the Answer correctness section of {MARKDOWN}", file=sys.stderr)
+        labels = json.loads(Path(args.labels).read_text(encoding="utf-8")) if args.labels else None
+        labelled = None if args.labels else load_results(NAME)["cases"]
+        meta = run_meta(model=MODEL)
+        results = {"meta": meta, **measure(Path(args.measure), labels, labelled)}
+        meta["load_average_end"] = load_average()
+        write_results(NAME, results)
+        print(f"wrote {results_path(NAME)}; run `make report` to update BENCHMARKS.md", file=sys.stderr)
+    print(render(load_results(NAME)))
     return 0
 
 

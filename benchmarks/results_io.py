@@ -49,7 +49,7 @@ def run_meta(model: str, **extra) -> dict:
 
     Call it at the start of a run and put ``load_average()`` into ``meta["load_average_end"]`` at the end.
     """
-    return {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
+    return {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
             "load_average_start": load_average(), "git_commit": git_commit(), "model": model, **extra}
 
 

@@ -1,13 +1,14 @@
 """Retrieval quality on BEIR SciFact (Wadden et al., EMNLP 2020; BEIR: Thakur et al., NeurIPS 2021).
 
-``python -m benchmarks.scifact`` (or ``make bench-quality``) ingests the 5,183 abstracts into a store under
-``bench-output/`` with the real all-MiniLM-L6-v2 embedder (one chunk per abstract: chunking is set to 4,000
-words, above the longest abstract; the indexed text is title + abstract), runs the 300 test claims through
-:func:`pipeline.retrieval.retrieve.run`, and reports nDCG@10 and recall@100 for
+``python -m benchmarks.scifact`` (or ``make bench-quality``) ingests the SciFact abstracts into a store under
+``build/scifact-store`` with the real all-MiniLM-L6-v2 embedder (one chunk per abstract: the chunk budget is
+set above the longest abstract; the indexed text is title + abstract; the validator's passage vectors are not
+stored, since nothing is validated here), runs the test claims through :func:`pipeline.retrieval.retrieve.run`,
+and measures nDCG@10 and recall@100 for
 
-- the keyword leg alone (BM25 with the project's tokenizer, k1 = 1.2, b = 0.75),
+- the keyword leg alone (BM25 with the project's tokenizer and the configured k1, b),
 - the dense leg alone (cosine over MiniLM embeddings),
-- the fused list (RRF, k = 60, equal weights: the stage's default output),
+- the fused list (reciprocal-rank fusion at the configured k and leg weights: the stage's default output),
 - fused + cross-encoder rerank of the fused top-100, when a cross-encoder resolves.
 
 nDCG@10 uses linear gains (``rel / log2(rank + 1)``), as trec_eval and BEIR do; recall@100 is the share of a
@@ -15,7 +16,8 @@ query's relevant documents in its top 100. Fusion settings (k, leg weights) are 
 and the best is then reported on test, so the test split is never used to choose a setting.
 
 The store is reused between runs (ingestion is incremental by content hash: a second run embeds nothing);
-``--fresh`` rebuilds it. Nothing is written inside the repository except the BENCHMARKS.md section.
+``--fresh`` rebuilds it. The run writes ``benchmarks/results/scifact.json``; :func:`render` turns that file into
+the BENCHMARKS.md section (``make report``).
 """
 
 from __future__ import annotations
@@ -25,14 +27,15 @@ import dataclasses
 import json
 import math
 import os
-import platform
 import shutil
+import statistics
 import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.results_io import ROOT, load_results, meta_line, run_meta, write_results
 from pipeline.config import PipelineConfig
 from pipeline.context import StageContext
 from pipeline.engine import rerank_stop_at
@@ -44,9 +47,15 @@ from pipeline.retrieval import rerank, retrieve
 from pipeline.retrieval.retrieve import _reciprocal_rank_fusion
 from pipeline.storage.store import Store
 
-ROOT = Path(__file__).resolve().parent.parent
+NAME = "scifact"
 SECTION = "## Retrieval quality: BEIR SciFact"
-ANCHORS = "BM25 0.665–0.679 (Anserini flat / multifield); all-MiniLM-L6-v2 dense ≈ 0.645"
+EMBEDDER = "all-MiniLM-L6-v2 (packaged, offline)"
+# Published nDCG@10 on SciFact test, for comparison (not measured here; copied into the results file so the
+# report cites them from there): BEIR (Thakur et al. 2021) and the Anserini BM25 baselines; the model card.
+PUBLISHED = {"keyword": {"label": "BM25", "low": 0.665, "high": 0.679,
+                         "source": "Anserini flat / multifield, k1 = 0.9, b = 0.4"},
+             "dense": {"label": "all-MiniLM-L6-v2", "low": 0.645, "high": 0.645,
+                       "source": "BEIR, Thakur et al. 2021, and the sentence-transformers model card"}}
 SWEEP_K = (10, 20, 40, 60, 100)
 SWEEP_WEIGHTS = ((1.0, 1.0), (1.0, 1.5), (1.0, 2.0), (1.5, 1.0), (2.0, 1.0), (1.0, 3.0))
 
@@ -137,19 +146,32 @@ def fuse(runs: LegRuns, k: int, weights: tuple[float, float]) -> dict[str, list[
 
 # -- runs ---------------------------------------------------------------------------------------------------
 
+BENCH_OVERRIDES = {"chunking.max_tokens": 4000, "chunking.overlap_tokens": 0, "ingest.passage_vectors": False}
+
+
 def bench_config() -> PipelineConfig:
-    return PipelineConfig().with_overrides({"chunking.max_tokens": 4000, "chunking.overlap_tokens": 0})
+    return PipelineConfig().with_overrides(BENCH_OVERRIDES)
 
 
-def open_store(home: Path, fresh: bool, corpus: list[Document], cfg: PipelineConfig, models: Models) -> Store:
+def open_store(home: Path, fresh: bool, corpus: list[Document], cfg: PipelineConfig,
+               models: Models) -> tuple[Store, dict]:
+    """The store, ingested (incrementally), and what ingestion did: chunks embedded now and the seconds of the
+    run that embedded the corpus (kept in the store's meta, so a reused store still reports it)."""
     if fresh and home.exists():
         shutil.rmtree(home)
     store = Store.open(home)
     t0 = time.perf_counter()
     report = ingest_documents(store, corpus, cfg, models, progress=True)
+    seconds = time.perf_counter() - t0
     print(f"ingest: {report.documents} documents, {report.chunks} chunks, {report.embedded} embedded "
-          f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    return store
+          f"in {seconds:.1f} s", file=sys.stderr)
+    if report.embedded:
+        store.set_meta(bench_ingest_s=round(seconds, 1), bench_ingest_embedded=report.embedded,
+                       bench_ingest_date=time.strftime("%Y-%m-%d"))
+    ingest = {"embedded_this_run": report.embedded, "seconds": float(store.meta("bench_ingest_s", "0")) or None,
+              "embedded": int(store.meta("bench_ingest_embedded", "0")) or None,
+              "date": store.meta("bench_ingest_date", "") or None}
+    return store, ingest
 
 
 def collect_runs(queries: dict[str, str], qids: Iterable[str], cfg: PipelineConfig, store: Store,
@@ -198,41 +220,56 @@ def rerank_run(queries: dict[str, str], qids: Iterable[str], cfg: PipelineConfig
     return out, ""
 
 
-# -- report -------------------------------------------------------------------------------------------------
+# -- report (pure: everything from the results file) -------------------------------------------------------
+
+def _published(p: dict | None) -> str:
+    if not p:
+        return ""
+    value = f"{p['low']:.3f}" if p["low"] == p["high"] else f"{p['low']:.3f}–{p['high']:.3f}"
+    return f"{p['label']} {value}"
+
+
+def _metric(value: float | None) -> str:
+    return "not available offline" if value is None else f"{value:.3f}"
+
 
 def render(results: dict) -> str:
     r = results
+    cfg, ingest, pub = r["config"], r["ingest"], r["published"]
     lines = [SECTION, "",
-             f"Measured {r['date']} on {r['machine']}. Reproduce: `make bench-quality` "
-             "(= `.venv/bin/python -m benchmarks.scifact`; add `--fresh` to rebuild the store).", "",
-             f"Corpus: {r['documents']:,} abstracts → {r['chunks']:,} chunks (one per abstract: "
-             "`chunking.max_tokens=4000`, title + abstract indexed), embedded with all-MiniLM-L6-v2 "
-             f"(packaged, offline) in {r['ingest_s']:.0f} s. {r['test_queries']} test claims, "
-             f"{r['test_qrels']} judgements. Retrieval (both legs + fusion) mean "
-             f"{r['latency_mean_ms']:.1f} ms per query.", "",
-             "| system | nDCG@10 | recall@100 | published nDCG@10 |", "|---|---:|---:|---|"]
-    anchors = {"keyword": "BM25 0.665–0.679", "dense": "all-MiniLM-L6-v2 ≈ 0.645", "fused": "", "rerank": ""}
+             meta_line(r["meta"]) + " Reproduce: `make bench-quality` (= `.venv/bin/python -m benchmarks.scifact`; "
+             "`--fresh` rebuilds the store), then `make report`.", ""]
+    embedded = (f", embedded in {ingest['seconds']:.0f} s of wall time on the shared cores ({ingest['date']}"
+                + (", this run" if ingest["embedded_this_run"] else ", an earlier run on the same store") + ")"
+                if ingest.get("seconds") else "")
+    lines += [f"Corpus: {r['documents']:,} abstracts → {r['chunks']:,} chunks (one per abstract: "
+              f"`chunking.max_tokens={cfg['chunking_max_tokens']}`, title + abstract indexed){embedded}. "
+              f"{r['test_queries']} test claims, {r['test_qrels']} judgements. Retrieval (both legs + fusion) "
+              f"p50 {r['latency_ms']['p50']:.1f} ms, mean {r['latency_ms']['mean']:.1f} ms per query (cores shared "
+              "with other work: indicative only; *Performance* below compares speed properly).", "",
+              "**Test split** (the fused row at the configured fusion):", "",
+              "| system | nDCG@10 | recall@100 | published nDCG@10 |", "|---|---:|---:|---|"]
     for row in r["rows"]:
-        ndcg = f"{row['ndcg10']:.3f}" if row["ndcg10"] is not None else "not available offline"
-        recall = f"{row['recall100']:.3f}" if row["recall100"] is not None else "—"
-        lines.append(f"| {row['label']} | {ndcg} | {recall} | {anchors[row['key']]} |")
-    lines += ["", f"Published anchors: {ANCHORS} (BEIR, Thakur et al. 2021, and the sentence-transformers "
-              "model card). Ours use the project's own tokenizer and BM25 parameters (k1 = 1.2, b = 0.75; "
-              "Anserini uses k1 = 0.9, b = 0.4). Latency is measured on cores shared with other work, so it is "
-              "indicative only; `make bench` measures latency properly."]
+        recall = "—" if row["recall100"] is None else f"{row['recall100']:.3f}"
+        lines.append(f"| {row['label']} | {_metric(row['ndcg10'])} | {recall} | {_published(pub.get(row['key']))} |")
+    lines += ["", "Published anchors: " + "; ".join(f"{_published(p)} ({p['source']})" for p in pub.values())
+              + f". Ours use the project's own tokenizer and BM25 parameters (k1 = {cfg['bm25_k1']:g}, "
+              f"b = {cfg['bm25_b']:g})."]
     if r.get("rerank_reason"):
         lines += ["", f"Fused + rerank: not available offline — {r['rerank_reason']}"]
-    best = r["sweep"][0]
-    lines += ["", f"Fusion sweep on the {r['train_queries']} *train* claims (k × (dense, keyword) weights; "
-              "the test split was not used to choose):", "",
-              "| k | dense w | keyword w | train nDCG@10 | train recall@100 |", "|---:|---:|---:|---:|---:|"]
-    for row in r["sweep"][:8]:
+    sweep, best, default = r["sweep"], r["sweep"][0], r["default_fusion"]
+    lines += ["", f"**Fusion sweep on the {r['train_queries']} train claims** (k × (dense, keyword) weights, "
+              f"{len(sweep)} settings, best {r['sweep_rows_shown']} shown; the test split was not used to choose):",
+              "", "| k | dense w | keyword w | train nDCG@10 | train recall@100 |", "|---:|---:|---:|---:|---:|"]
+    for row in sweep[:r["sweep_rows_shown"]]:
         lines.append(f"| {row['k']} | {row['dense_weight']:g} | {row['keyword_weight']:g} | "
                      f"{row['ndcg10']:.3f} | {row['recall100']:.3f} |")
-    lines += ["", f"Best on train (k = {best['k']}, weights {best['dense_weight']:g}/{best['keyword_weight']:g}) "
-              f"on test: nDCG@10 {r['tuned_test'][0]:.3f}, recall@100 {r['tuned_test'][1]:.3f} "
-              f"(default k = 60, 1/1: {r['fused_test'][0]:.3f}, {r['fused_test'][1]:.3f}).", ""]
-    lines.append(r["verdict"])
+    tuned, fused = r["tuned_test"], r["default_test"]
+    lines += ["", f"The best setting on train (k = {best['k']}, weights {best['dense_weight']:g}/"
+              f"{best['keyword_weight']:g}), measured on **test**: nDCG@10 {tuned['ndcg10']:.3f}, recall@100 "
+              f"{tuned['recall100']:.3f}; the configured fusion (k = {default['k']}, weights "
+              f"{default['dense_weight']:g}/{default['keyword_weight']:g}) on test: {fused['ndcg10']:.3f}, "
+              f"{fused['recall100']:.3f}.", "", verdict(r["rows"])]
     return "\n".join(lines) + "\n"
 
 
@@ -241,41 +278,31 @@ def verdict(rows: list[dict]) -> str:
     best_leg = max(("keyword", "dense"), key=lambda k: by_key[k]["ndcg10"])
     fused, leg = by_key["fused"]["ndcg10"], by_key[best_leg]["ndcg10"]
     if fused >= leg:
-        return (f"Fused ({fused:.3f}) is not below the better single leg ({best_leg}, {leg:.3f}): "
+        return (f"On test, fused ({fused:.3f}) is not below the better single leg ({best_leg}, {leg:.3f}): "
                 f"{100 * (fused - leg):+.1f} nDCG points.")
-    return (f"Fused ({fused:.3f}) is below the better single leg ({best_leg}, {leg:.3f}) by "
-            f"{100 * (leg - fused):.1f} nDCG points; the sweep above shows what k and weights recover.")
+    return (f"On test, fused ({fused:.3f}) is below the better single leg ({best_leg}, {leg:.3f}) by "
+            f"{100 * (leg - fused):.1f} nDCG points.")
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replace (or append) this benchmark's section, leaving every other section of the file alone."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    start = text.find(SECTION)
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + section + (text[end + 1:] if end >= 0 else "")
-        text = text.replace(section + "## ", section + "\n## ")
-    path.write_text(text, encoding="utf-8")
+# -- measuring ----------------------------------------------------------------------------------------------
+
+def _scores(run: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict:
+    ndcg, recall = evaluate(run, qrels)
+    return {"ndcg10": ndcg, "recall100": recall}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.scifact", description=__doc__.splitlines()[0])
-    parser.add_argument("--store", type=Path, default=ROOT / "bench-output" / "scifact-store")
+    parser.add_argument("--store", type=Path, default=ROOT / "build" / "scifact-store")
     parser.add_argument("--fresh", action="store_true", help="rebuild the store (re-embeds the corpus)")
-    parser.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
-    parser.add_argument("--no-write", action="store_true", help="print the section instead of writing it")
     args = parser.parse_args(argv)
 
+    meta = run_meta(model=f"{EMBEDDER}; cross-encoder: not resolved")
     data = locate_data()
     corpus, queries = load_corpus(data), load_queries(data)
     qrels_test, qrels_train = load_qrels(data, "test"), load_qrels(data, "train")
     cfg, models = bench_config(), Models()
-    t0 = time.perf_counter()
-    store = open_store(args.store, args.fresh, corpus, cfg, models)
-    ingest_s = float(store.meta("bench_ingest_s", "0")) or (time.perf_counter() - t0)
-    store.set_meta(bench_ingest_s=round(ingest_s, 1))
+    store, ingest = open_store(args.store, args.fresh, corpus, cfg, models)
     try:
         test = collect_runs(queries, sorted(qrels_test, key=int), cfg, store, models)
         train = collect_runs(queries, sorted(qrels_train, key=int), cfg, store, models)
@@ -284,37 +311,37 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         store.close()
 
-    rows = []
-    legs = (("keyword", "keyword leg (BM25)", test.keyword), ("dense", "dense leg (MiniLM)", test.dense),
-            ("fused", "fused (RRF k = 60)", test.fused))
-    for key, label, run in legs:
-        ndcg, recall = evaluate(run, qrels_test)
-        rows.append({"key": key, "label": label, "ndcg10": ndcg, "recall100": recall})
+    rc = cfg.retrieve
+    rows = [{"key": key, "label": label, **_scores(run, qrels_test)}
+            for key, label, run in (("keyword", "keyword leg (BM25)", test.keyword),
+                                    ("dense", "dense leg (MiniLM)", test.dense),
+                                    ("fused", f"fused (RRF k = {rc.rrf_k})", test.fused))]
     if reranked is not None:
-        ndcg, _ = evaluate(reranked, qrels_test)
-        rows.append({"key": "rerank", "label": "fused + rerank", "ndcg10": ndcg, "recall100": rows[2]["recall100"]})
+        meta["model"] = f"{EMBEDDER}; cross-encoder {cfg.rerank.model}"
+        rows.append({"key": "rerank", "label": "fused + rerank (top-100)", "ndcg10": _scores(reranked, qrels_test)[
+            "ndcg10"], "recall100": rows[2]["recall100"]})
     else:
         rows.append({"key": "rerank", "label": "fused + rerank", "ndcg10": None, "recall100": None})
     sweep = sweep_fusion(train, qrels_train)
     best = sweep[0]
+    default = {"k": rc.rrf_k, "dense_weight": rc.dense_weight, "keyword_weight": rc.keyword_weight}
     results = {
-        "date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()} CPU cores ({platform.machine()}, "
-        f"{platform.system()}), no GPU used", "documents": len(corpus), "chunks": chunks, "ingest_s": ingest_s,
+        "meta": meta,
+        "config": {"overrides": BENCH_OVERRIDES, "chunking_max_tokens": cfg.chunking.max_tokens,
+                   "bm25_k1": cfg.keyword.k1, "bm25_b": cfg.keyword.b, "embedding_batch_size": cfg.embedding.batch_size,
+                   "dense_top_k": rc.dense_top_k, "keyword_top_k": rc.keyword_top_k},
+        "documents": len(corpus), "chunks": chunks, "ingest": ingest,
         "test_queries": len(test.dense), "test_qrels": sum(len(v) for v in qrels_test.values()),
-        "train_queries": len(train.dense), "latency_mean_ms": sum(test.latency_ms) / len(test.latency_ms),
-        "rows": rows, "rerank_reason": rerank_reason, "sweep": sweep,
-        "fused_test": evaluate(fuse(test, 60, (1.0, 1.0)), qrels_test),
-        "tuned_test": evaluate(fuse(test, best["k"], (best["dense_weight"], best["keyword_weight"])), qrels_test),
-        "verdict": verdict(rows)}
-    section = render(results)
-    (ROOT / "bench-output").mkdir(exist_ok=True)
-    (ROOT / "bench-output" / "scifact.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
-    if args.no_write:
-        print(section)
-    else:
-        write_section(args.out, section)
-        print(section)
-        print(f"wrote {args.out}", file=sys.stderr)
+        "train_queries": len(train.dense),
+        "latency_ms": {"mean": statistics.fmean(test.latency_ms), "p50": statistics.median(test.latency_ms),
+                       "n": len(test.latency_ms)},
+        "rows": rows, "rerank_reason": rerank_reason, "published": PUBLISHED,
+        "sweep": sweep, "sweep_rows_shown": 8, "default_fusion": default,
+        "default_test": _scores(fuse(test, rc.rrf_k, (rc.dense_weight, rc.keyword_weight)), qrels_test),
+        "tuned_test": _scores(fuse(test, best["k"], (best["dense_weight"], best["keyword_weight"])), qrels_test)}
+    path = write_results(NAME, results)
+    print(render(load_results(NAME)))
+    print(f"wrote {path}; run `make report` to update BENCHMARKS.md", file=sys.stderr)
     return 0
 
 

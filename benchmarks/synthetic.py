@@ -2,7 +2,7 @@
 
 Why synthetic: the latency of the legs, fusion and validation depends on the corpus's *shape* — how many
 chunks, how long they are, how many distinct terms and how they are distributed — not on what the text
-means. The demo corpus has 655 chunks; to measure at 100k we generate text with the shape of a support
+means. The demo corpus is far smaller; to measure at 100k we generate text with the shape of a support
 site and push it through the real loader types, chunker, tokenizer and ingestion.
 
 How the text is made (``random.Random(seed)``, so the same seed gives byte-identical documents):
@@ -14,7 +14,7 @@ How the text is made (``random.Random(seed)``, so the same seed gives byte-ident
   Heaps' law says a real one does, and the BM25 posting lists have realistic lengths.
 - **Identifiers**, which the project's tokenizer keeps whole: error codes (``ERR_QUEUE_FULL_417``), config
   keys (``delivery.timeout_ms``), versions (``v3.1``), file names (``relay.toml``), CLI commands, HTTP
-  statuses — about one token in thirteen (measured 7.9 % of the tokenizer's output at 10k chunks).
+  statuses, drawn for a fixed share of the words (:meth:`CorpusGenerator.word`).
 - **Structure**: documents of 1–6 ``##`` sections, each 1–4 paragraphs of 2–6 sentences of 5–40 words
   (mean ~17), with occasional bullet lists and fenced config snippets; front matter with ``product`` and
   ``topic``, and a ``version`` on config pages and release notes only (as on real sites, most pages are

@@ -7,19 +7,21 @@ allocator), then ``--runs`` timed runs alternating between the cases so drift hi
 reports p50 / p95 per answer, the 10-claim / 1-claim ratio of the medians, texts per encoder call, and, for
 reference, what one encoder call per claim and cited chunk would cost (the unbatched design the one-call
 rule replaces) and the 10-claim answer with ``validate.encode_batch_size=64`` (one padded batch), which is
-why the default is 8. Nothing is written inside the repository except the BENCHMARKS.md section.
+why the default is small. The validator is given no store here, so every answer's cited passages are encoded
+in its one call (the path of a store without passage rows); the stored-passage path is measured by
+:mod:`benchmarks.perf`. Writes ``benchmarks/results/validation.json``; :func:`render` turns it into the
+BENCHMARKS.md section (``make report``).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
-import platform
 import statistics
+import sys
 import time
-from pathlib import Path
 
+from benchmarks.results_io import ROOT, load_average, load_results, meta_line, run_meta, write_results
 from pipeline.config import PipelineConfig
 from pipeline.context import StageContext
 from pipeline.ingestion.chunking import chunk_document
@@ -28,8 +30,9 @@ from pipeline.models.registry import Models
 from pipeline.trace import Candidate, GenerationTrace, Source
 from pipeline.validation import citations
 
-ROOT = Path(__file__).resolve().parent.parent
+NAME = "validation"
 SECTION = "## Validation cost"
+MODEL = "all-MiniLM-L6-v2 (packaged, offline)"
 SOURCE_FILES = ("errors/err-timeout-502.md", "faq/faq-delivery-retries.md")
 
 ONE_CLAIM = "ERR_TIMEOUT_502 is recorded when the endpoint does not respond within delivery.timeout_ms [1]."
@@ -69,7 +72,6 @@ PADDED = "10-claim, one padded batch"
 
 
 def measure(runs: int, warmup: int) -> dict:
-    load_before = os.getloadavg()[0]
     cfg = PipelineConfig()
     embedder = Models().embedder(cfg.embedding)
     cands, sources = sources_from_corpus(cfg)
@@ -97,72 +99,60 @@ def measure(runs: int, warmup: int) -> dict:
             for score in claim.similarities:  # one call per claim: the claim and its chunks' passages
                 embedder.encode([claim.text, *citations.chunk_passages(texts[score.chunk_id])])
         unbatched.append((time.perf_counter() - t0) * 1000)
-    rows = {k: {"p50": percentile(v, 0.5), "p95": percentile(v, 0.95), "claims": len(last[k].claims),
-                "texts": len(last[k].claims) + sum(len(citations.chunk_passages(texts[cid])) for cid in
-                                                   {s.chunk_id for c in last[k].claims for s in c.similarities}),
-                "batch": gens[k][1].encode_batch_size,
-                "supported": last[k].supported, "unsupported": last[k].unsupported} for k, v in times.items()}
-    return {"rows": rows, "ratio": rows["10-claim"]["p50"] / rows["1-claim"]["p50"], "runs": runs,
-            "warmup": warmup, "unbatched_p50": statistics.median(unbatched),
-            "load": (load_before, os.getloadavg()[0]),
-            "machine": f"{platform.machine()}, {os.cpu_count()} logical CPUs, {platform.python_version()}",
-            "date": time.strftime("%Y-%m-%d")}
+    rows = [{"answer": k, "p50_ms": percentile(v, 0.5), "p95_ms": percentile(v, 0.95), "claims": len(last[k].claims),
+             "texts": len(last[k].claims) + sum(len(citations.chunk_passages(texts[cid])) for cid in
+                                                {s.chunk_id for c in last[k].claims for s in c.similarities}),
+             "batch": gens[k][1].encode_batch_size, "supported": last[k].supported,
+             "unsupported": last[k].unsupported, "times_ms": [round(t, 2) for t in v]} for k, v in times.items()]
+    return {"runs": runs, "warmup": warmup, "sources": len(sources), "rows": rows,
+            "unbatched_p50_ms": statistics.median(unbatched), "unbatched_runs": len(unbatched)}
 
 
-def render(r: dict) -> str:
+def render(results: dict) -> str:
+    r = results
+    rows = {row["answer"]: row for row in r["rows"]}
+    one, ten, pad = rows["1-claim"], rows["10-claim"], rows[PADDED]
     lines = [SECTION, "",
-             f"Measured {r['date']} on {r['machine']}, CPU only, {r['threads']} torch thread(s) (1-min load "
-             f"average {r['load'][0]:.1f} at the start, {r['load'][1]:.1f} at the end: a shared machine, so read "
-             "the ratio rather than the milliseconds). Reproduce: `.venv/bin/python -m benchmarks.validation"
-             + (f" --threads {r['threads']}" if r.get("threads_flag") else "") + "`.", "",
-             "`citations.run` with the real all-MiniLM-L6-v2 (packaged, offline) over six real demo-corpus chunks; "
-             f"{r['warmup']} warm-up runs, then {r['runs']} timed runs per answer, alternating.", "",
+             meta_line(r["meta"]) + f" CPU only, {r['threads']} torch thread(s). Reproduce: "
+             f"`.venv/bin/python -m benchmarks.validation --threads {r['threads']}`, then `make report`.", "",
+             f"`citations.run` over {r['sources']} real demo-corpus chunks as numbered sources, with no stored passage "
+             "vectors: the one encoder call holds the claims and every cited chunk's passages (a store without "
+             "passage rows; *Performance* measures the default path, passages stored at ingestion). "
+             f"{r['warmup']} warm-up runs, then {r['runs']} timed runs per answer, alternating. The machine is "
+             "shared, so read the ratios rather than the milliseconds.", "",
              "| answer | claims | texts in the one encoder call | mini-batch | p50 ms | p95 ms | verdicts |",
              "|---|---:|---:|---:|---:|---:|---|"]
-    for key, row in r["rows"].items():
-        lines.append(f"| {key} | {row['claims']} | {row['texts']} | {row['batch']} | {row['p50']:.1f} | "
-                     f"{row['p95']:.1f} | {row['supported']} supported, {row['unsupported']} unsupported |")
-    lines += ["", f"**10-claim / 1-claim ratio (p50): {r['ratio']:.2f}×** for 10× the claims — one batched "
-              "encoder call, so cost grows with the text in the batch, not with a call per claim. One call per "
-              f"claim and cited chunk instead would take {r['unbatched_p50']:.1f} ms (p50) before any "
-              "similarity is computed. The padded row is why `validate.encode_batch_size` defaults to 8: in one "
-              f"batch of 64 every claim is padded to the longest chunk ({r['rows'][PADDED]['p50']:.0f} ms vs "
-              f"{r['rows']['10-claim']['p50']:.0f} ms for the same answer).", ""]
-    return "\n".join(lines)
-
-
-def write_section(path: Path, section: str) -> None:
-    """Replace (or append) this benchmark's section, leaving every other section of the file alone."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    start = text.find(SECTION)
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + section + ("\n" + text[end + 1:] if end >= 0 else "")
-    path.write_text(text, encoding="utf-8")
+    for row in r["rows"]:
+        lines.append(f"| {row['answer']} | {row['claims']} | {row['texts']} | {row['batch']} | {row['p50_ms']:.1f} | "
+                     f"{row['p95_ms']:.1f} | {row['supported']} supported, {row['unsupported']} unsupported |")
+    ratio = ten["p50_ms"] / one["p50_ms"]
+    lines += ["", f"**10-claim / 1-claim (p50): {ratio:.2f}×** for {ten['claims'] / one['claims']:.0f}× the claims: "
+              "one batched encoder call, so cost grows with the text in the batch, not with a call per claim. "
+              f"One call per claim and cited chunk instead took {r['unbatched_p50_ms']:.1f} ms (p50 of "
+              f"{r['unbatched_runs']} runs, {r['unbatched_p50_ms'] / ten['p50_ms']:.2f}× the batched 10-claim call) "
+              "before any similarity is computed. The padded row is why `validate.encode_batch_size` defaults to "
+              f"{ten['batch']}: in one batch of {pad['batch']} every text is padded to the longest passage "
+              f"({pad['p50_ms'] / ten['p50_ms']:.2f}× the time for the same answer)."]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.validation", description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
     parser.add_argument("--threads", type=int, default=0,
                         help="torch intra-op threads (0: torch's default); 1 is steadier on a busy machine")
-    parser.add_argument("--no-write", action="store_true", help="print the section instead of writing it")
     args = parser.parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    results = measure(args.runs, args.warmup)
-    results["threads"], results["threads_flag"] = torch.get_num_threads(), bool(args.threads)
-    section = render(results)
-    print(section)
-    if not args.no_write:
-        write_section(args.out, section)
+    meta = run_meta(model=MODEL)
+    results = {"meta": meta, "threads": torch.get_num_threads(), **measure(args.runs, args.warmup)}
+    meta["load_average_end"] = load_average()
+    path = write_results(NAME, results)
+    print(render(load_results(NAME)))
+    print(f"wrote {path}; run `make report` to update BENCHMARKS.md", file=sys.stderr)
     return 0
 
 

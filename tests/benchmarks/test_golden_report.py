@@ -1,0 +1,61 @@
+"""BENCHMARKS.md's "Golden-set evaluation" comes from benchmarks/results/golden.json: headline figures from the
+held-out test part, labelled so; the shipped defaults are the tune part's recommendation; golden/floors.json's
+_measured is the same run's test part, written by the script."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from benchmarks import golden_report
+from benchmarks.results_io import load_results, meta_line
+from pipeline.config import PipelineConfig
+from workbench.golden import load_split
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_section_is_deterministic_and_shows_the_files_numbers():
+    results = load_results(golden_report.NAME)
+    text = golden_report.render(results)
+    assert text == golden_report.render(copy.deepcopy(results))
+    assert text.startswith("## Golden-set evaluation") and meta_line(results["meta"]) in text
+    test = results["parts"]["test"]
+    assert f"| metric (test part, {test['cases']} cases" in text
+    assert f"| answer rate on answerable | {100 * test['answer_rate_answerable']:.1f} % |" in text
+    assert f"| false-answer rate on unanswerable | {100 * test['false_answer_rate_unanswerable']:.1f} % |" in text
+    rec = results["tune"]["recommendation"]
+    assert " ".join(rec["settings"]) in text
+    assert (f"**{100 * rec['test']['answer_rate_answerable']:.1f} % / "
+            f"{100 * rec['test']['false_answer_rate_unanswerable']:.1f} %** on the test part") in text
+    changed = copy.deepcopy(results)
+    changed["parts"]["test"]["answer_rate_answerable"] = 0.1234
+    assert "| answer rate on answerable | 12.3 % |" in golden_report.render(changed)
+    changed["parts"]["tune"]["answer_rate_answerable"] = 0.9876
+    assert "answer rate on answerable | 98.8 %" not in golden_report.render(changed), "the tune part is no headline"
+
+
+def test_the_results_are_of_the_shipped_defaults_and_the_committed_split():
+    results = load_results(golden_report.NAME)
+    gate = PipelineConfig().gate
+    d = results["defaults"]
+    assert (d["signal"], d["t_fused"], d["t_dense"]) == (gate.signal, gate.confidence_threshold_fused,
+                                                         gate.confidence_threshold_dense), \
+        "the gate defaults changed since golden.json was measured: run python -m benchmarks.golden_report"
+    assert d["is_tune_recommendation"], "the shipped defaults must be what the tune part recommends"
+    split = load_split(ROOT / "golden" / "golden.split.json")
+    assert results["split"]["sizes"] == {p: len(ids) for p, ids in split.parts.items()}
+    assert results["parts"]["test"]["cases"] == len(split.parts["test"])
+    # the defaults' held-out figures are the recommendation's held-out figures
+    for key in ("answer_rate_answerable", "false_answer_rate_unanswerable"):
+        assert round(results["tune"]["recommendation"]["test"][key], 4) == results["parts"]["test"][key]
+    assert results["meta"]["model"] and "extractive" in results["meta"]["model"]
+
+
+def test_the_floors_reference_values_are_the_runs_test_part():
+    results = load_results(golden_report.NAME)
+    floors = json.loads((ROOT / "golden" / "floors.json").read_text(encoding="utf-8"))
+    assert floors["_measured"] == results["floors_measured"]
+    assert floors["_measured_on"]["part"] == "test" and floors["_measured_on"]["date"] == results["meta"]["date"]
+    assert floors["_measured"]["answer_rate_answerable"] == results["parts"]["test"]["answer_rate_answerable"]
