@@ -118,8 +118,11 @@ def parse_lines(lines: list[str], name: str = "golden") -> tuple[list[GoldenCase
         except json.JSONDecodeError as exc:
             problems.append(f"{name} line {number}: not valid JSON ({exc.msg} at column {exc.colno})")
             continue
-        except ValueError as exc:
-            problems.append(f"{name} line {number}: {exc}")
+        except RecursionError:
+            problems.append(f"{name} line {number}: not valid JSON (nested too deeply to read)")
+            continue
+        except ValueError as exc:  # a bad case, or an integer longer than Python converts
+            problems.append(f"{name} line {number}: {str(exc).splitlines()[0][:200]}")
             continue
         if case.id in seen:
             problems.append(f"{name} line {number}: duplicate id {case.id!r} (first on line {seen[case.id]})")

@@ -102,3 +102,12 @@ def test_a_golden_line_with_a_raw_line_separator_inside_the_question_is_one_case
     path.write_text("\r\n".join(json.dumps(c, ensure_ascii=False) for c in cases) + "\n", encoding="utf-8")
     golden = load_golden(path)
     assert [c.id for c in golden.cases] == ["c0", "c1"] and not golden.problems
+
+
+def test_a_line_nested_too_deeply_or_with_a_huge_integer_is_one_problem_and_the_rest_load():
+    lines = [line(), "[" * 100_000 + "]" * 100_000, '{"id": 1' + "0" * 5000 + "}", line(id="q4")]
+    cases, problems = parse_lines(lines, "g.jsonl")
+    assert [c.id for c in cases] == ["q1", "q4"]
+    assert len(problems) == 2 and all(len(p.splitlines()) == 1 for p in problems)
+    assert problems[0].startswith("g.jsonl line 2: not valid JSON (nested too deeply")
+    assert problems[1].startswith("g.jsonl line 3: ")
