@@ -295,7 +295,8 @@ _ASSIGNMENT = re.compile(r"([A-Za-z_][\w.-]*[._][\w.-]*[A-Za-z0-9_])\s*(?:=|:=)\
 _URL_OR_HOST = re.compile(r"\b(?:https?://)?((?:[a-z0-9-]+\.)+(?:com|org|net|io|dev|example|local|internal|app)\b[^\s)\]]*)",
                           re.IGNORECASE)
 _IDENTIFIER = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+|[A-Z][A-Z0-9]*_[A-Z0-9_]+)(?![\w-])")
-_NUMBER = re.compile(r"(?<![\w.])v?(\d+(?:[.,]\d+)*)(?![\w])")
+# A number ends where missing_facts looks for its end: "08:42.555Z" holds no "42" (nor any number).
+_NUMBER = re.compile(r"(?<![\w.])v?(\d+(?:[.,]\d+)*)(?![\w]|[.,]\d)")
 _REF = re.compile(r"\((?:ref|source|src|doc)\s[^)]*\)", re.IGNORECASE)
 
 
@@ -317,7 +318,7 @@ def key_facts(claim: str) -> list[str]:
     for m in _ASSIGNMENT.finditer(text):
         facts.append(f"{m.group(1)} = {m.group(2).rstrip('.')}")
     for m in _URL_OR_HOST.finditer(text):
-        facts.append(m.group(1).rstrip("."))
+        facts.append(m.group(1).rstrip(".\"'"))
     for m in _IDENTIFIER.finditer(text):
         facts.append(m.group(1))
     for m in _NUMBER.finditer(text):

@@ -355,3 +355,18 @@ def test_a_copied_marker_is_no_citation_and_one_to_a_source_never_offered_stays_
     assert 9 in second.fabricated_markers and trace.fabricated_markers == (9,)
     assert 2 not in trace.cited_sources
     assert any(note.startswith(citations.COPIED_MARKER + "[2]") for note in trace.non_claims)
+
+
+@pytest.mark.parametrize("line", [
+    '2025-11-24T13:08:42.555Z WARN harbord::delivery attempt failed endpoint=ep_01JD attempt=1 '
+    'chain="https://hooks.example.com/harbor -> 301 https://hooks.example.com/harbor/"',
+    "Latency p99 was 12.5ms at 10:42.750 on node-3.",
+])
+def test_a_line_quoted_verbatim_from_its_source_misses_no_key_fact(line):
+    """A number inside a timestamp or a decimal ("08:42.555Z") is no fact of its own: the claim must not ask
+    the source for a "42" it only writes as part of "42.555"."""
+    assert citations.missing_facts(line, [f"Example log:\n\n```\n{line}\n```\n"]) == []
+
+
+def test_a_changed_number_is_still_a_missing_fact():
+    assert citations.missing_facts("The timeout is 42 seconds.", ["The timeout is 42.5 seconds."]) == ["42"]
