@@ -3,7 +3,10 @@ ones as question and answer with their details one click away), and asking with 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import streamlit as st
 
@@ -81,19 +84,55 @@ def ask_with_mode(pipe: Pipeline, question: str, turns: list[Turn], cfg, mode: s
 
 def ask_turn(pipe: Pipeline, question: str, history: tuple[Message, ...], note: str, cfg,
              attempt: Callable) -> Turn | None:
-    with st.spinner(waiting_text(cfg)):
-        trace = attempt(lambda: pipe.ask(question, list(history), cfg))
+    def ask() -> Trace:
+        return pipe.ask(question, list(history), cfg)
+
+    if cfg.generate.backend == "extractive":
+        with st.spinner(waiting_text(cfg)):
+            trace = attempt(ask)
+    else:
+        trace = attempt(lambda: run_with_countdown(ask, cfg))
     return None if trace is None else Turn(question, trace, note, tuple(history))
 
 
-def waiting_text(cfg) -> str:
-    """What the spinner says while a question runs: what is slow in it, and how long it may take at most."""
+def provider_budget_s(cfg) -> float:
+    """The longest a question waits on the provider before the extractive fallback: every try of one call."""
+    return cfg.generate.timeout_s * (1 + max(0, cfg.generate.retries))
+
+
+def countdown_text(cfg, elapsed_s: float) -> str:
+    """The live line under a question that waits on an LLM provider: how long so far, how long at most."""
     gen = cfg.generate
-    if gen.backend == "extractive":
-        return "Searching, checking the gate and quoting the sources ..."
-    fallback = "" if gen.retries == 0 else f" (retried {gen.retries}×)"
-    return (f"Asking {gen.model or gen.backend} — up to {gen.timeout_s:g} s per call{fallback}; if it does not "
-            "answer by then, the sources are quoted instead ...")
+    left = max(0.0, provider_budget_s(cfg) - elapsed_s)
+    tries = "" if gen.retries == 0 else f" ({1 + gen.retries} tries of {gen.timeout_s:g} s)"
+    if left <= 0:
+        return (f"Asking {gen.model or gen.backend}: {elapsed_s:.0f} s so far, past the provider's time limit"
+                f"{tries}; the sources are being quoted instead ...")
+    return (f"Asking {gen.model or gen.backend}: {elapsed_s:.0f} s so far. If it has not answered in {left:.0f} s"
+            f"{tries}, the sources are quoted instead ...")
+
+
+def run_with_countdown(fn: Callable[[], Trace], cfg, tick_s: float = 0.5) -> Trace:
+    """``fn()`` in a worker thread while the page counts down the provider's time limit; its result or its
+    exception, as if called directly."""
+    line = st.empty()
+    started = time.monotonic()
+    line.info(countdown_text(cfg, 0.0))
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ask") as pool:
+        future = pool.submit(fn)
+        try:
+            while True:
+                try:
+                    return future.result(timeout=tick_s)
+                except FutureTimeout:
+                    line.info(countdown_text(cfg, time.monotonic() - started))
+        finally:
+            line.empty()
+
+
+def waiting_text(cfg) -> str:
+    """What the spinner says while a question runs without an LLM (an LLM's wait is counted down instead)."""
+    return "Searching, checking the gate and quoting the sources ..."
 
 
 def render_turns(turns: list[Turn]) -> None:
