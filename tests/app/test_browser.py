@@ -266,8 +266,8 @@ def test_issue17_abstention_reads_reason_first(app_url, page):
     box = page.locator(".wb-abstention").inner_text()
     for noise in ("HF_HUB_OFFLINE", "huggingface", "pip install"):
         assert noise not in box
-    main = page.get_by_test_id("stMain")
-    expect(main.get_by_text("Closest documents", exact=False).first).to_be_visible()
+    main = page.get_by_role("main")
+    expect(main.locator("strong", has_text="Closest documents").first).to_be_visible(timeout=WAIT_MS)
     expect(page.get_by_text("Technical details of the gate")).to_be_visible()
     expect(page.get_by_text("is not installed here", exact=False)).to_have_count(1)
     _shot(page, "issue17-abstention-reason-first.png")
