@@ -3,10 +3,19 @@ the Gate lab's golden trade-off marks the sidebar's and the what-if operating po
 
 from __future__ import annotations
 
+import json
+from contextlib import nullcontext
+from types import SimpleNamespace
+
 import pytest
+import torch
 from conftest import errors_of, open_app, unmark
 
+from pipeline.config import PipelineConfig
+from pipeline.testing import fake_models
 from workbench import evaluate
+from workbench.app import resources
+from workbench.app.eval_view import DEFAULT_GOLDEN, run_key
 from workbench.app.gallery_view import GALLERY
 
 
@@ -16,7 +25,7 @@ def driver_calls(monkeypatch) -> list[dict]:
     calls, real = [], evaluate.run_cases
 
     def spy(golden, pipeline, *, generate=True, on_progress=None):
-        call = {"generate": generate, "progress": []}
+        call = {"generate": generate, "progress": [], "torch_threads": torch.get_num_threads()}
         calls.append(call)
 
         def progress(done, total, case_id):
@@ -128,3 +137,60 @@ def test_offline_the_tune_tab_hides_the_rerank_grid_and_says_why(offline_env):
     assert any("No rerank scores in this run" in c for c in captions)
     assert any("grid (fused × rerank thresholds) is hidden" in c for c in captions)
     assert any("× marks settings with more than" in m.value for m in at.markdown), "the × marks are explained"
+
+
+# -- issue 17: the app's golden run is the CLI's, at the CLI's speed, and is not repeated ------------------------
+
+def _rows(rows: list[dict]) -> list[dict]:
+    """Rows as JSON, without the one field that is a wall-clock time."""
+    return [{k: v for k, v in row.items() if k != "latency_ms"} for row in json.loads(json.dumps(rows))]
+
+
+def test_the_apps_rows_are_the_clis_rows_and_an_unchanged_rerun_reuses_them(app_env, driver_calls, tmp_path):
+    at = _run(open_app("evaluate"), 30)
+    app = at.session_state["eval.result"]
+    cfg = PipelineConfig()
+    # The app holds the store open (one process, one Store), so the CLI's run_eval gets that same store.
+    status = evaluate.run_eval(DEFAULT_GOLDEN, cfg, open_store=lambda: nullcontext(resources.store()),
+                               models=fake_models(), limit=30, nli=False, out=tmp_path / "cli")
+    assert status == 0
+    cli = json.loads((tmp_path / "cli" / "eval.json").read_text(encoding="utf-8"))
+    assert app.run.config_hash == cli["summary"]["run"]["config_hash"] == evaluate.eval_config(cfg).config_hash()
+    assert _rows([r.to_dict() for r in app.rows]) == _rows(cli["rows"])
+    for name in ("answer_rate_answerable", "false_answer_rate_unanswerable", "recall_at_10", "mrr",
+                 "citation_support_rate", "correct_answer_rate", "supported_but_wrong_rate"):
+        assert app.summary[name] == cli["summary"][name], name
+    assert app.summary["split"] == cli["summary"]["split"], "labelled as `workbench eval --split all` labels it"
+
+    at.button(key="eval.run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert len([c for c in driver_calls if c["generate"]]) == 2, "the page's run and the CLI's, no third"
+    assert at.session_state["eval.result"] is app, "the earlier result, not a new run"
+    assert any("were reused" in i.value for i in at.info)
+    at.button(key="eval.rerun").click().run()
+    at.button(key="eval.run").click().run(timeout=300)
+    assert len([c for c in driver_calls if c["generate"]]) == 3, "'Run it again anyway' asks every case again"
+    assert _rows([r.to_dict() for r in at.session_state["eval.result"].rows]) == _rows(cli["rows"])
+
+
+def test_the_golden_run_uses_one_torch_thread_and_puts_the_setting_back(app_env, driver_calls):
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        _run(open_app("evaluate"), 10)
+        assert [c["torch_threads"] for c in driver_calls] == [resources.EVAL_THREADS] == [1], \
+            "the CLI's setting: on shared cores two intra-op threads wait on each other"
+        assert torch.get_num_threads() == 2, "the process's own setting is restored afterwards"
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_what_a_golden_run_is_keyed_on():
+    pipe = SimpleNamespace(store=SimpleNamespace(corpus_version=3))
+    cfg = PipelineConfig()
+    key = run_key(str(DEFAULT_GOLDEN), 0, cfg, pipe)
+    assert run_key(str(DEFAULT_GOLDEN), 0, cfg.with_overrides({"cache.enabled": False}), pipe) == key, \
+        "the evaluation turns the answer cache off, so that setting does not make a new run"
+    assert run_key(str(DEFAULT_GOLDEN), 10, cfg, pipe) != key
+    assert run_key(str(DEFAULT_GOLDEN), 0, cfg.with_overrides({"gate.confidence_threshold_dense": 0.9}), pipe) != key
+    assert run_key(str(DEFAULT_GOLDEN), 0, cfg, SimpleNamespace(store=SimpleNamespace(corpus_version=4))) != key

@@ -42,7 +42,7 @@ def test_a_missing_results_file_renders_a_placeholder_and_still_compares_exactly
 def test_the_sections_come_in_the_documented_order():
     assert [s.results for s in report.SECTIONS] == [
         "scifact", "golden", "correctness_handcheck", "ood", "squad2", "validation", "perf", "rerank_tradeoff",
-        "local_llm_demo"]
+        "app_timings", "local_llm_demo"]
 
 
 def _set(results: dict, path: tuple, value) -> None:
@@ -63,6 +63,7 @@ CHANGES = [
     ("validation", "validation", ("rows", 0, "p50_ms"), 12345.67, "| 12345.7 |"),
     ("perf", "perf", ("validation", "stored passages", "ratio_p50"), 1.234, "**1.23×**"),
     ("rerank_tradeoff", "rerank_tradeoff", ("rows", 0, "p95_ms"), 98765.4, "| 98765 |"),
+    ("app_timings", "app_timings", ("evaluation", "app_s"), 4321.5, "| app: click → every tab drawn | 4321.5 s |"),
     ("local_llm_demo", "local_llm_demo", ("summary", "mean_seconds"), 77.7, "| mean seconds per question | 77.7 |"),
     ("correctness_report", "correctness_handcheck", ("summary", "correct_answer_rate"), 0.777,
      "| correct answers (of answered answerable) | 77.7% |"),

@@ -3,7 +3,13 @@ evaluation's summary and the threshold sweep's figures (``workbench.evaluate``, 
 ``workbench.figures`` do the work; this module only renders them; the failure gallery is ``gallery_view``).
 Both pages walk the golden set with the CLI's driver: :func:`workbench.evaluate.evaluate` (ask, measured) on
 Evaluate & tune, :func:`workbench.evaluate.run_cases` (search only) in the Gate lab; :func:`progress_bar` is
-their progress."""
+their progress.
+
+:func:`run_golden` is Evaluate & tune's run: the CLI's :func:`workbench.evaluate.evaluate` with the CLI's
+settings (the golden file's split labelling the summary as ``workbench eval --split all`` does, one torch
+thread while it runs: :func:`workbench.app.resources.eval_threads`), so its rows are the CLI's rows; a run
+whose :func:`run_key` matches an earlier one of this server (same golden file, limit, evaluation config and
+corpus version) reuses that result instead of asking every case again."""
 
 from __future__ import annotations
 
@@ -16,10 +22,12 @@ import pandas as pd
 import streamlit as st
 
 from pipeline.config import GateConfig, PipelineConfig
+from pipeline.engine import Pipeline
 from workbench import figures, sweep
-from workbench.app import thresholds
+from workbench.app import page, resources, thresholds
 from workbench.app.render import md
-from workbench.evaluate import Evaluation, GoldenRun
+from workbench.evaluate import Evaluation, GoldenRun, eval_config, evaluate
+from workbench.golden import GoldenError, find_split, load_golden, subset
 
 DEFAULT_GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "golden.jsonl"
 HEADLINE = (("answer_rate_answerable", "answered (answerable)"),
@@ -29,17 +37,61 @@ HEADLINE = (("answer_rate_answerable", "answered (answerable)"),
             ("llm_calls_saved", "LLM calls saved"))
 
 
+PROGRESS_EVERY_S = 0.2   # at most five redraws a second: each one is a message to the browser and a repaint
+
+
 def progress_bar(label: str) -> Callable[[int, int, str], None]:
-    """A progress bar that names the case and, once a few are done, how long the rest should take."""
+    """A progress bar that names the case and, once a few are done, how long the rest should take; redrawn at
+    most every :data:`PROGRESS_EVERY_S` seconds (and always at the start and the end)."""
     bar = st.progress(0.0, text=label)
     started = time.perf_counter()
+    drawn = [0.0]
 
     def update(done: int, total: int, case_id: str) -> None:
-        elapsed = time.perf_counter() - started
+        now = time.perf_counter()
+        if 0 < done < total and now - drawn[0] < PROGRESS_EVERY_S:
+            return
+        drawn[0] = now
+        elapsed = now - started
         left = f" · about {elapsed / done * (total - done):.0f} s left" if done >= 3 and done < total else ""
         bar.progress(done / max(total, 1), text=f"{label}: {done}/{total}" + (f" ({case_id})" if case_id else "")
                      + left)
     return update
+
+
+def run_key(path: str, limit: int, cfg: PipelineConfig, pipe: Pipeline) -> tuple:
+    """What a golden run's traces depend on: the golden file (and its size and modification time, so an edited
+    file runs again), the case limit, the evaluation's config hash (the answer cache setting does not count:
+    the evaluation turns it off) and the corpus version."""
+    golden = Path(path).expanduser()
+    try:
+        stat = golden.stat()
+        version = (stat.st_size, stat.st_mtime_ns)
+    except OSError:
+        version = None
+    return (str(golden.resolve()), version, int(limit), eval_config(cfg).config_hash(), pipe.store.corpus_version)
+
+
+def run_golden(path: str, limit: int, cfg: PipelineConfig, pipe: Pipeline) -> tuple[Evaluation | None, bool]:
+    """(the evaluation, whether it was reused): an earlier result of this server with the same :func:`run_key`,
+    else every case asked as ``workbench eval --no-nli`` asks it, with a progress bar. A bad golden file or a
+    user-fixable error is one ``st.error`` line and ``(None, False)``."""
+    done = resources.evaluations()
+    key = run_key(path, limit, cfg, pipe)
+    if key in done:
+        return done[key], True
+    try:
+        golden = subset(load_golden(path), int(limit) or None)
+        split = find_split(path)
+    except GoldenError as exc:
+        st.error(md(str(exc)))
+        return None, False
+    with resources.eval_threads():
+        result = page.attempt(lambda: evaluate(golden, pipe.store, resources.models(), cfg, nli=False,
+                                               on_progress=progress_bar("asking"), split=split, part="all"))
+    if result is not None:
+        done[key] = result
+    return result, False
 
 
 # -- summary and figures ---------------------------------------------------------------------------------
@@ -57,7 +109,8 @@ def rate_columns(columns) -> dict:
 def render_summary(evaluation: Evaluation, key: str) -> None:
     s, result = evaluation.summary, evaluation.run
     st.caption(md(f"{len(result.rows)} cases of {Path(result.golden).name} · config {result.config_hash} · "
-                  f"corpus version {result.corpus_version} · answer cache off, runs not logged"))
+                  f"corpus version {result.corpus_version} · asked in {result.seconds:.1f} s · answer cache off, "
+                  "runs not logged"))
     for column, (name, label) in zip(st.columns(len(HEADLINE)), HEADLINE, strict=True):
         column.metric(label, _pct(s.get(name)))
     for problem in result.problems:

@@ -129,8 +129,9 @@ def render_golden_tradeoff(cfg: PipelineConfig, pipe, key: str) -> None:
         except GoldenError as exc:
             st.error(md(str(exc)))
         else:
-            result = run_cases(golden, eval_pipeline(pipe.store, resources.models(), cfg), generate=False,
-                               on_progress=progress_bar("scoring"))
+            with resources.eval_threads():  # one torch thread, as the CLI and Evaluate & tune run it
+                result = run_cases(golden, eval_pipeline(pipe.store, resources.models(), cfg), generate=False,
+                                   on_progress=progress_bar("scoring"))
             st.session_state[f"{key}.result"] = result
     evaluation = st.session_state.get("eval.result")
     result = st.session_state.get(f"{key}.result") or (evaluation.run if evaluation is not None else None)

@@ -11,6 +11,12 @@ Nothing else in the app loads a model or opens the store. Two environment variab
   and every page says when it is on. A store must be ingested with the same kind of embedder it is queried
   with.
 
+A golden-set run holds torch to :data:`EVAL_THREADS` intra-op threads while it runs (:func:`eval_threads`), as
+``workbench eval`` does by default: the evaluation runs one small forward at a time, and on shared cores two
+threads wait on each other whenever the host takes one core away; and with the CLI's thread count its sums run
+in the CLI's order, so its scores are the CLI's to the last bit (two threads move the dense cosine in the last
+place). benchmarks/results/app_timings.json has the app's and the CLI's times.
+
 Models load lazily, so without a warm-up the first question would also pay for loading them. :func:`warm_up`
 loads the embedder and the reranker once per process and configuration, before the first question, with a
 line per model for the page's progress box, and records which one is unavailable and why (the pages show
@@ -23,8 +29,10 @@ pages, the Corpus page's ingest and the run log all share the objects cached her
 from __future__ import annotations
 
 import os
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +46,7 @@ from pipeline.storage.store import Store, StoreError, data_dir
 
 MODELS_ENV = "WORKBENCH_APP_MODELS"
 MODEL_KINDS = ("default", "fake", "fake-offline")
+EVAL_THREADS = 1   # torch threads during a golden run: `workbench eval --threads`' default
 
 
 def home() -> Path:
@@ -92,9 +101,34 @@ def _evaluations(home_dir: str, kind: str) -> dict:
 
 
 def evaluations() -> dict:
-    """Golden-set evaluations of this process, keyed by (golden path, limit, config hash, corpus version):
-    a run with the same key would produce the same traces (the pipeline is deterministic with the cache off)."""
+    """Golden-set evaluations of this process, keyed by ``workbench.app.eval_view.run_key`` (the golden file
+    and its version, the limit, the evaluation's config hash, the corpus version): a run with the same key
+    would produce the same traces (the pipeline is deterministic with the cache off)."""
     return _evaluations(str(home()), models_kind())
+
+
+_threads_lock = threading.Lock()
+_threads_held = {"runs": 0, "before": 0}
+
+
+@contextmanager
+def eval_threads(threads: int = EVAL_THREADS) -> Iterator[None]:
+    """Torch's intra-op threads set to ``threads`` while golden runs are in progress in this process, then put
+    back (the setting is process-wide: the first run to start sets it, the last to finish restores it)."""
+    import torch
+
+    with _threads_lock:
+        if _threads_held["runs"] == 0:
+            _threads_held["before"] = torch.get_num_threads()
+            torch.set_num_threads(threads)
+        _threads_held["runs"] += 1
+    try:
+        yield
+    finally:
+        with _threads_lock:
+            _threads_held["runs"] -= 1
+            if _threads_held["runs"] == 0:
+                torch.set_num_threads(_threads_held["before"])
 
 
 def run_log() -> RunLog:
