@@ -71,6 +71,11 @@ bench-quality: install ## SciFact retrieval quality (nDCG@10, recall@100) -> ben
 	$(BIN)/python -m benchmarks.scifact
 	$(BIN)/python -m benchmarks.report
 
+.PHONY: bench-app
+bench-app: install ## app timings in headless Chromium: server start, first question, page loads, golden run vs the CLI -> BENCHMARKS.md
+	$(BIN)/python -m benchmarks.app_timings
+	$(BIN)/python -m benchmarks.report
+
 .PHONY: report
 report: install ## regenerate BENCHMARKS.md from the results files in benchmarks/results/ (measures nothing)
 	$(BIN)/python -m benchmarks.report

@@ -43,7 +43,7 @@ SECTIONS = (
     Section("validation", "validation", "Validation cost", ".venv/bin/python -m benchmarks.validation --threads 1"),
     Section("perf", "perf", "Performance: per-stage latency", "make bench"),
     Section("rerank_tradeoff", "rerank_tradeoff", "Rerank trade-off", "make bench-rerank"),
-    Section("app_timings", "app_timings", "App timings", ".venv/bin/python -m benchmarks.app_timings"),
+    Section("app_timings", "app_timings", "App timings", "make bench-app"),
     Section("local_llm_demo", "local_llm_demo", "Local SmolLM2-135M-Instruct on demo questions",
             "make install-local-llm && .venv/bin/python -m benchmarks.local_llm_demo"),
 )
