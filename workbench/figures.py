@@ -70,14 +70,31 @@ def score_distributions_figure(scores: Mapping[str, Sequence[float]], answerable
             fig.add_trace(go.Histogram(x=values[mask & finite], name=label, marker_color=colour, opacity=0.6,
                                        xbins={"start": lo, "end": hi + size, "size": size}, legendgroup=label,
                                        showlegend=row == 1), row=row, col=1)
-        for kind, dash in (("current", "dash"), ("recommended", "dot")):
-            t = (thresholds or {}).get(name, {}).get(kind)
-            if t is not None and np.isfinite(t):
-                fig.add_vline(x=t, line_dash=dash, line_color="black", row=row, col=1,
-                              annotation_text=f"{kind} {t:.4g}", annotation_position="top")
+        for t, dash, text, position in _threshold_lines((thresholds or {}).get(name, {})):
+            fig.add_vline(x=t, line_dash=dash, line_color="black", row=row, col=1,
+                          annotation_text=text, annotation_position=position)
     fig.update_layout(barmode="overlay", title="Top score per question: answerable vs unanswerable",
                       height=320 * max(len(names), 1))
     return fig
+
+
+def _threshold_lines(marks: Mapping[str, float]) -> list[tuple[float, str, str, str]]:
+    """(x, dash, label, label position) for the current and recommended thresholds of one panel: each label
+    sits on the side away from the other line, so two close lines never print their labels over each other;
+    one line when they are equal."""
+    current, recommended = marks.get("current"), marks.get("recommended")
+    current = current if current is not None and np.isfinite(current) else None
+    recommended = recommended if recommended is not None and np.isfinite(recommended) else None
+    if current is not None and recommended is not None and f"{current:.4g}" == f"{recommended:.4g}":
+        return [(current, "dash", f"current = recommended {current:.4g}", "top")]
+    lines = []
+    if current is not None:
+        left = recommended is not None and current < recommended
+        lines.append((current, "dash", f"current {current:.4g}", "top left" if left else "top right"))
+    if recommended is not None:
+        left = current is not None and recommended < current
+        lines.append((recommended, "dot", f"recommended {recommended:.4g}", "top left" if left else "top right"))
+    return lines
 
 
 def heatmap_figure(grid: Mapping, max_far: float | None = None, title: str | None = None) -> go.Figure:

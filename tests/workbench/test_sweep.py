@@ -164,6 +164,25 @@ def test_figures_are_plain_plotly_figures():
     assert isinstance(heat.data[0], go.Heatmap) and len(heat.data) == 2   # crossed-out cells drawn on top
 
 
+def _labels(fig) -> dict[str, tuple[float, str]]:
+    return {a.text: (a.x, a.xanchor) for a in fig.layout.annotations if a.text.startswith(("current", "recommended"))}
+
+
+def test_close_threshold_lines_put_their_labels_on_opposite_sides():
+    """Two thresholds a hair apart (0.574 and 0.595) must not print their labels over each other: each label
+    reads away from the other line; equal thresholds share one label."""
+    scores, answerable = {"dense": [0.2, 0.5, 0.6, 0.7]}, [False, False, True, True]
+    fig = figures.score_distributions_figure(scores, answerable, {"dense": {"current": 0.595, "recommended": 0.574}})
+    labels = _labels(fig)
+    assert labels["current 0.595"][1] == "left" and labels["recommended 0.574"][1] == "right"
+    swapped = _labels(figures.score_distributions_figure(
+        scores, answerable, {"dense": {"current": 0.5, "recommended": 0.6}}))
+    assert swapped["current 0.5"][1] == "right" and swapped["recommended 0.6"][1] == "left"
+    same = _labels(figures.score_distributions_figure(
+        scores, answerable, {"dense": {"current": 0.595, "recommended": 0.595}}))
+    assert list(same) == ["current = recommended 0.595"]
+
+
 class _Borrowed(contextlib.AbstractContextManager):
     def __init__(self, store):
         self.store = store
