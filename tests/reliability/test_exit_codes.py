@@ -74,6 +74,9 @@ def test_bad_input_exits_2_with_one_line_in_every_command(inputs, capsys, args, 
     assert message in err, err
     if args[0] == "ingest" and message == "problem: ":
         assert len(lines) == 2 and all(line.startswith("problem: ") for line in lines), err
+    elif args[0] == "eval":  # a bad golden line is one problem line; the good lines are still evaluated
+        problems = [line for line in lines if line.startswith("problem: ")]
+        assert len(problems) == 1 and "line 2" in problems[0] and "evaluated 1 cases" in err, err
     else:
         assert len(lines) == 1 and lines[0].startswith("error: "), err
 
