@@ -268,10 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--print", action="store_true", help="only print the section from the results file")
     args = parser.parse_args(argv)
     if not args.print:
-        if args.threads > 0:
-            import torch
+        from pipeline.models.encoders import set_torch_threads
 
-            torch.set_num_threads(args.threads)
+        set_torch_threads(args.threads)
         cfg = PipelineConfig()
         golden, split = load_golden(GOLDEN), find_split(GOLDEN)
         meta = run_meta(model="pending")

@@ -195,15 +195,6 @@ def _require_corpus(store, args) -> None:
                        "workbench ingest golden/corpus" + (f" --store {args.store}" if args.store else ""))
 
 
-def _set_threads(threads: int | None) -> None:
-    """One torch thread by default: the evaluation runs one small forward at a time, and on shared cores two
-    intra-op threads wait on each other (measured 5x slower on the 2-core development machine)."""
-    if threads and threads > 0:
-        import torch
-
-        torch.set_num_threads(threads)
-
-
 def _corpus_opener(args: argparse.Namespace, cfg) -> Callable[[], object]:
     """``open_store`` for eval and tune: the store, or the "ingest first" error when it is empty."""
     def opener():
@@ -218,20 +209,22 @@ def _corpus_opener(args: argparse.Namespace, cfg) -> Callable[[], object]:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from pipeline.models.encoders import set_torch_threads
     from workbench.evaluate import run_eval
 
     cfg = load_config(args)
-    _set_threads(args.threads)
+    set_torch_threads(args.threads)
     return run_eval(args.golden, cfg, open_store=_corpus_opener(args, cfg), check=args.check, out=args.out,
                     csv_path=args.csv, limit=args.limit, nli=not args.no_nli, json_output=args.json,
                     progress=sys.stderr.isatty(), split=args.split, split_file=args.split_file)
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    from pipeline.models.encoders import set_torch_threads
     from workbench.tune import run_tune
 
     cfg = load_config(args)
-    _set_threads(args.threads)
+    set_torch_threads(args.threads)
     return run_tune(args.golden, cfg, out=args.out, max_false_answer_rate=args.max_false_answer_rate, grid=args.grid,
                     traces=args.traces, json_output=args.json, open_store=_corpus_opener(args, cfg),
                     progress=sys.stderr.isatty(), split_file=args.split_file)

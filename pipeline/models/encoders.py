@@ -10,6 +10,16 @@ import numpy as np
 
 from pipeline.models.resolve import ModelUnavailable, quiet_transformers, resolve_model
 
+
+def set_torch_threads(threads: int | None) -> None:
+    """Torch's intra-op threads for this process; ``None``/0/negative leave torch's default. Evaluations run one
+    small forward pass at a time, and on shared cores two intra-op threads wait on each other, so the CLI and the
+    benchmarks default to one."""
+    if threads and threads > 0:
+        import torch
+
+        torch.set_num_threads(threads)
+
 # -- protocols the stages rely on ------------------------------------------------------------------------
 
 class Embedder(Protocol):
