@@ -156,19 +156,8 @@ def test_eval_does_not_touch_the_answer_cache_or_the_run_log(demo_store_fake, sm
         [r.to_dict() | {"latency_ms": 0} for r in twice[1].rows]
 
 
-class _Borrowed(contextlib.AbstractContextManager):
-    def __init__(self, store):
-        self.store = store
-
-    def __enter__(self):
-        return self.store
-
-    def __exit__(self, *exc):
-        return False
-
-
 def _main(monkeypatch, store, golden, **kw):
-    return evaluate.run_eval(golden, PipelineConfig(), open_store=lambda: _Borrowed(store),
+    return evaluate.run_eval(golden, PipelineConfig(), open_store=lambda: contextlib.nullcontext(store),
                              models=fake_models(reranker=False), **{"nli": False, "json_output": True, **kw})
 
 

@@ -100,21 +100,8 @@ def test_cli_missing_floors_file_or_unknown_key_is_one_line_and_exit_2(tmp_path)
 
 # -- the gate end to end over the fake demo store ------------------------------------------------------------
 
-class _Borrowed(contextlib.AbstractContextManager):
-    """Hands the session store to evaluate.run_eval without letting it close it."""
-
-    def __init__(self, store):
-        self.store = store
-
-    def __enter__(self):
-        return self.store
-
-    def __exit__(self, *exc):
-        return False
-
-
 def _run_main(monkeypatch, store, golden, check=None, out=None):
-    return evaluate.run_eval(golden, PipelineConfig(), open_store=lambda: _Borrowed(store),
+    return evaluate.run_eval(golden, PipelineConfig(), open_store=lambda: contextlib.nullcontext(store),
                              models=fake_models(reranker=False), check=check, out=out, nli=False, json_output=True)
 
 

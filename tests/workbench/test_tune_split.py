@@ -21,17 +21,6 @@ OFF_TOPIC = ["What is the capital of France?", "How do I bake sourdough bread?",
              "What is the boiling point of ethanol?", "How tall is Mount Kilimanjaro?"]
 
 
-class _Borrowed(contextlib.AbstractContextManager):
-    def __init__(self, store):
-        self.store = store
-
-    def __enter__(self):
-        return self.store
-
-    def __exit__(self, *exc):
-        return False
-
-
 @pytest.fixture
 def split_golden(tmp_path):
     """48 golden cases with their own split file beside them."""
@@ -43,7 +32,7 @@ def split_golden(tmp_path):
 
 def _tune(store, golden, out, **kw):
     return tune.run_tune(golden, PipelineConfig(), out=out, grid=5, json_output=True, max_false_answer_rate=0.2,
-                         open_store=lambda: _Borrowed(store), models=fake_models(reranker=False), **kw)
+                         open_store=lambda: contextlib.nullcontext(store), models=fake_models(reranker=False), **kw)
 
 
 def test_tune_fits_on_the_tune_part_and_changing_test_cases_leaves_the_recommendation_alone(
@@ -85,7 +74,7 @@ def test_without_a_split_file_tune_says_its_figures_are_in_sample(demo_store_fak
 
 
 def _eval(store, golden, capsys, **kw):
-    code = evaluate.run_eval(golden, PipelineConfig(), open_store=lambda: _Borrowed(store),
+    code = evaluate.run_eval(golden, PipelineConfig(), open_store=lambda: contextlib.nullcontext(store),
                              models=fake_models(reranker=False), nli=False, json_output=True, **kw)
     captured = capsys.readouterr()
     return code, json.loads(captured.out), captured.err
