@@ -17,18 +17,14 @@ from pipeline.storage.store import Store
 from pipeline.testing import fake_models
 from tests.reliability.injection_corpus import corpus_files
 from tests.reliability.rel_support import BENIGN, ROOT, workbench
+from tests.support.stores import ingest_texts
 
 
 @pytest.fixture(scope="module")
 def benign_home(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("benign")
-    corpus = root / "corpus"
-    corpus.mkdir()
-    for name, text in BENIGN.items():
-        (corpus / name).write_text(text, encoding="utf-8")
-    with Store.open(root / "store") as store:
-        report = ingest_paths(store, [corpus], PipelineConfig(), fake_models(), progress=False)
-        assert report.documents == 3 and not report.problems
+    report = ingest_texts(root, BENIGN)
+    assert report.documents == 3 and not report.problems
     return root
 
 

@@ -30,6 +30,7 @@ from pipeline.storage.cache import AnswerCache, cache_key, why_not_cacheable
 from pipeline.storage.runs import RunLog
 from pipeline.storage.store import Store, StoreError
 from pipeline.testing import fake_models
+from tests.support.stores import ingest_texts
 from tests.support.traces import answered_trace
 
 QUESTION = "What is the default request timeout of Marlin Gateway?"
@@ -45,12 +46,7 @@ CORPUS = {
 @pytest.fixture(scope="module")
 def small_home(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("side-stores")
-    corpus = root / "corpus"
-    corpus.mkdir()
-    for name, text in CORPUS.items():
-        (corpus / name).write_text(text, encoding="utf-8")
-    with Store.open(root / "store") as store:
-        ingest_paths(store, [corpus], PipelineConfig(), fake_models(), progress=False)
+    ingest_texts(root, CORPUS)
     return root / "store"
 
 

@@ -20,6 +20,7 @@ from pipeline.config import PipelineConfig
 from pipeline.ingestion.ingest import ingest_paths, needs_repair, repair
 from pipeline.storage.store import Store, StoreError
 from pipeline.testing import fake_models
+from tests.support.stores import ingest_texts
 
 DOCS = {f"note-{i}.md": f"---\nid: note-{i}\ntitle: Note {i}\n---\n# Note {i}\n\n" + " ".join(
     f"Relay node {i} keeps queue {k} warm for {i * 7 + k} seconds." for k in range(40)) + "\n" for i in range(12)}
@@ -28,12 +29,7 @@ DOCS = {f"note-{i}.md": f"---\nid: note-{i}\ntitle: Note {i}\n---\n# Note {i}\n\
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("store-files")
-    corpus = root / "corpus"
-    corpus.mkdir()
-    for name, text in DOCS.items():
-        (corpus / name).write_text(text, encoding="utf-8")
-    with Store.open(root / "store") as store:
-        ingest_paths(store, [corpus], PipelineConfig(), fake_models(), progress=False)
+    ingest_texts(root, DOCS)
     return root
 
 
