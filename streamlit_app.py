@@ -12,5 +12,6 @@ st.navigation([
     st.Page(f"{PAGES}/evaluate.py", title="Evaluate & tune", icon=":material/monitoring:", url_path="evaluate"),
     st.Page(f"{PAGES}/corpus.py", title="Corpus", icon=":material/library_books:", url_path="corpus"),
     st.Page(f"{PAGES}/runs.py", title="Runs", icon=":material/history:", url_path="runs"),
+    st.Page(f"{PAGES}/monitor.py", title="Monitor", icon=":material/monitor_heart:", url_path="monitor"),
     st.Page(f"{PAGES}/tour.py", title="Demo tour", icon=":material/slideshow:", url_path="tour"),
 ]).run()

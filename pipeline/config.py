@@ -50,6 +50,9 @@ class EmbeddingConfig:
 class KeywordConfig:
     k1: float = _tunable(1.2, "BM25 term-frequency saturation (Robertson & Zaragoza 2009).", lo=0.0, hi=10.0)
     b: float = _tunable(0.75, "BM25 length normalisation.", lo=0.0, hi=1.0)
+    heading_weight: float = _tunable(
+        1.0, "BM25 term frequency of a word in a chunk's heading path (a document's title) counts this many times; "
+        "1 = heading and text as one field. Changing it re-indexes the store on the next ingest.", lo=0.1, hi=10.0)
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,10 @@ class IngestConfig:
     passage_vectors: bool = _tunable(
         True, "Also embed each chunk's sentence windows at ingestion, so validating an answer encodes only its "
               "claims (ingestion takes 1.5-3.6x as long, BENCHMARKS.md; off: the validator embeds them per answer).")
+    passage_vectors_mode: Literal["separate", "late"] = _tunable(
+        "separate", "How the sentence-window vectors are made: separate = each window encoded on its own (what the "
+        "validator encodes when nothing is stored); late = pooled from the chunk's own forward pass (late chunking: "
+        "no second encoder pass; windows past the encoder's token limit are still encoded on their own).")
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,15 @@ class RetrieveConfig:
     rrf_k: int = _tunable(60, "Reciprocal-rank-fusion constant k (Cormack et al. 2009).", lo=1, hi=1000)
     dense_weight: float = _tunable(1.0, "Weight of the dense leg in fusion.", lo=0.0, hi=10.0)
     keyword_weight: float = _tunable(1.0, "Weight of the keyword leg in fusion.", lo=0.0, hi=10.0)
+    fusion: Literal["rrf", "convex"] = _tunable(
+        "rrf", "rrf: reciprocal-rank fusion (rrf_k, dense/keyword weights; ranks only). convex: convex_dense_weight * "
+        "normalised cosine + (1 - convex_dense_weight) * normalised BM25 (Bruch et al. 2023); the fused score is "
+        "then in [0, 1], not on the RRF scale the fused gate threshold assumes.")
+    convex_dense_weight: float = _tunable(0.5, "Convex fusion: weight of the dense leg (keyword: 1 - this).",
+                                          lo=0.0, hi=1.0)
+    convex_normalisation: Literal["minmax", "tmm"] = _tunable(
+        "minmax", "Convex fusion: minmax over each leg's returned top-k, or tmm from the leg's lowest possible "
+        "score (cosine -1, BM25 0).")
 
 
 @dataclass(frozen=True)
@@ -92,8 +108,9 @@ class RerankConfig:
 
 @dataclass(frozen=True)
 class GateConfig:
-    signal: Literal["auto", "rerank", "fused", "dense", "fused_and_dense"] = _tunable(
-        "auto", "auto = rerank score when the reranker ran, else fused AND dense; or force one rule.")
+    signal: Literal["auto", "rerank", "fused", "dense", "fused_and_dense", "learned"] = _tunable(
+        "auto", "auto = rerank score when the reranker ran, else the learned combination of the evidence "
+        "signals; or force one rule.")
     confidence_threshold_rerank: float = _tunable(0.45, "Answer when the top rerank score (sigmoid) is at least this.",
                                                   lo=0.0, hi=1.0, provisional=True)
     # The seed was 0.015, below the 1/61 ~ 0.0164 that a chunk ranked first by ONE leg scores, so the gate
@@ -110,6 +127,29 @@ class GateConfig:
         0.595, "Answer when the best dense cosine (of the best dense hit) is at least this.",
         lo=-1.0, hi=1.0, provisional=True)
     closest_documents: int = _tunable(3, "Documents shown with an abstention.", lo=0, hi=50)
+    # The learned rule (pipeline/gate/learned.py): answer when sigmoid(intercept + sum coefficient * signal)
+    # reaches confidence_threshold_learned. The values are `workbench tune golden/golden.jsonl --fit` on the demo
+    # golden set's tune part only (golden/golden.split.json; threshold read off the 5-fold held-out
+    # probabilities at <= 5 % false answers), never on a set they are reported on; SQuAD 2.0 is not fitted on.
+    # fused_norm is not fitted (pipeline/gate/learned.py FITTED). Provisional: re-fit on your data.
+    confidence_threshold_learned: float = _tunable(
+        0.876, "Answer when the learned rule's probability is at least this.", lo=0.0, hi=1.0, provisional=True)
+    learned_intercept: float = _tunable(-10.9666, "Learned rule: intercept of the logit.", lo=-1000.0, hi=1000.0,
+                                        provisional=True)
+    learned_window: float = _tunable(6.4674, "Learned rule: coefficient of the best sentence-window cosine.",
+                                     lo=-1000.0, hi=1000.0, provisional=True)
+    learned_coverage: float = _tunable(1.4907, "Learned rule: coefficient of the IDF-weighted query-term coverage.",
+                                       lo=-1000.0, hi=1000.0, provisional=True)
+    learned_critical: float = _tunable(4.2758, "Learned rule: coefficient of the critical-term coverage.",
+                                       lo=-1000.0, hi=1000.0, provisional=True)
+    learned_bm25: float = _tunable(1.693, "Learned rule: coefficient of the normalised BM25 top score.",
+                                   lo=-1000.0, hi=1000.0, provisional=True)
+    learned_dense: float = _tunable(3.2713, "Learned rule: coefficient of the best dense cosine.",
+                                    lo=-1000.0, hi=1000.0, provisional=True)
+    learned_dense_margin: float = _tunable(2.4312, "Learned rule: coefficient of the dense top-1 margin.",
+                                           lo=-1000.0, hi=1000.0, provisional=True)
+    learned_fused_norm: float = _tunable(0.0, "Learned rule: coefficient of the normalised fused score.",
+                                         lo=-1000.0, hi=1000.0, provisional=True)
 
 
 @dataclass(frozen=True)
@@ -126,6 +166,88 @@ class RewriteConfig:
     long_chars: int = _tunable(200, "... and are at least this long.", lo=1, hi=10000)
 
 
+EscalationTrigger = Literal["unsupported", "uncited", "fabricated", "malformed", "provider_error", "abstained"]
+ESCALATION_TRIGGERS: tuple[str, ...] = get_args(EscalationTrigger)
+TIER_KEYS = ("backend", "model", "api_base", "max_tokens")
+
+
+@dataclass(frozen=True)
+class TierConfig:
+    """One tier of ``generate.tiers``: which generator answers, and its reply budget."""
+    backend: Literal["extractive", "litellm", "local"] = "litellm"
+    model: str = ""
+    api_base: str = ""
+    max_tokens: int = 512
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("extractive", "litellm", "local"):
+            raise ConfigError(f"a tier's backend must be one of extractive, litellm, local; got {self.backend!r}")
+        if not isinstance(self.model, str) or not isinstance(self.api_base, str):
+            raise ConfigError("a tier's model and api_base must be strings")
+        if self.backend == "litellm" and not self.model.strip():
+            raise ConfigError("a litellm tier needs a model, e.g. "
+                              "{\"backend\": \"litellm\", \"model\": \"openai/gpt-4o\"}")
+        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or \
+                not 16 <= self.max_tokens <= 8192:
+            raise ConfigError(f"a tier's max_tokens must be an integer between 16 and 8192; got {self.max_tokens!r}")
+
+    @property
+    def label(self) -> str:
+        return self.model or self.backend
+
+
+def parse_tiers(raw: Any, key: str = "generate.tiers") -> tuple[TierConfig, ...]:
+    """``generate.tiers`` from JSON text (as ``--set`` and the sidebar give it), a list of objects, or tiers.
+
+    Strict: unknown keys and wrong types are a one-line :class:`ConfigError` naming the tier and the key."""
+    if isinstance(raw, str):
+        text = raw.strip() or "[]"
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{key} must be a JSON list of tiers; {exc.msg} at character {exc.pos}") from None
+    if not isinstance(raw, (list, tuple)):
+        raise ConfigError(f"{key} must be a JSON list of tiers, e.g. [{{\"backend\": \"extractive\"}}]; "
+                          f"got {type(raw).__name__}")
+    out = []
+    for i, item in enumerate(raw, start=1):
+        if isinstance(item, TierConfig):
+            out.append(item)
+            continue
+        if not isinstance(item, dict):
+            raise ConfigError(f"{key}[{i}] must be an object with keys {', '.join(TIER_KEYS)}; got "
+                              f"{type(item).__name__}")
+        unknown = [k for k in item if k not in TIER_KEYS]
+        if unknown:
+            shown = unknown[0] if str(unknown[0]).isprintable() else repr(unknown[0])
+            raise ConfigError(f"{key}[{i}]: unknown key {shown}; keys: {', '.join(TIER_KEYS)}")
+        try:
+            out.append(TierConfig(**item))
+        except ConfigError as exc:
+            raise ConfigError(f"{key}[{i}]: {exc}") from None
+    return tuple(out)
+
+
+def parse_triggers(raw: Any, key: str = "generate.escalate_on") -> tuple[str, ...]:
+    """``generate.escalate_on`` from a JSON list, comma-separated text or a sequence; unknown names are errors."""
+    if isinstance(raw, str):
+        text = raw.strip()
+        if text.startswith("["):
+            try:
+                raw = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{key} must be a JSON list or comma-separated triggers; {exc.msg}") from None
+        else:
+            raw = [part.strip() for part in text.split(",") if part.strip()]
+    if not isinstance(raw, (list, tuple)) or not all(isinstance(t, str) for t in raw):
+        raise ConfigError(f"{key} must be a list of trigger names: {', '.join(ESCALATION_TRIGGERS)}")
+    bad = [t for t in raw if t not in ESCALATION_TRIGGERS]
+    if bad:
+        shown = bad[0] if bad[0].isprintable() else repr(bad[0])
+        raise ConfigError(f"{key}: unknown trigger {shown}; use any of {', '.join(ESCALATION_TRIGGERS)}")
+    return tuple(dict.fromkeys(raw))
+
+
 @dataclass(frozen=True)
 class GenerateConfig:
     backend: Literal["extractive", "litellm", "local"] = _tunable(
@@ -138,10 +260,28 @@ class GenerateConfig:
     max_output_tokens: int = _tunable(512, "Upper bound on the reply length.", lo=16, hi=8192)
     max_sources: int = _tunable(6, "Reranked chunks offered to the generator as numbered sources.", lo=1, hi=50)
     extractive_sentences: int = _tunable(3, "Sentences the extractive generator quotes.", lo=1, hi=20)
+    tiers: tuple[TierConfig, ...] = _tunable(
+        (), "Tiered generation (JSON list, cheapest first), e.g. [{\"backend\": \"litellm\", \"model\": "
+            "\"openai/gpt-4o-mini\"}, {\"backend\": \"litellm\", \"model\": \"openai/gpt-4o\"}]: tier 1 answers, "
+            "the validator checks, the next tier answers when a trigger in generate.escalate_on fires. Keys: "
+            "backend, model, api_base, max_tokens. Empty: one tier, generate.backend/model.")
+    escalate_on: tuple[EscalationTrigger, ...] = _tunable(
+        ESCALATION_TRIGGERS, "When a tier's answer goes to the next tier (JSON list or comma-separated): "
+        "unsupported / uncited claim, fabricated marker, malformed reply after its repair turn, provider error, "
+        "abstained although the gate passed.")
+
+    def __post_init__(self) -> None:
+        bad = [t for t in self.escalate_on if t not in ESCALATION_TRIGGERS]
+        if bad:
+            raise ConfigError(f"generate.escalate_on: unknown trigger {bad[0]!r}; use any of "
+                              f"{', '.join(ESCALATION_TRIGGERS)}")
 
 
 @dataclass(frozen=True)
 class ValidateConfig:
+    enabled: bool = _tunable(
+        True, "Check each claim against the sources it cites; off is the week-one setting (retrieval plus "
+              "citations, no verifier): citations are shown unchecked and the trust rules see no verdicts.")
     claim_threshold: float = _tunable(0.50, "A claim is supported when a cited chunk's cosine reaches this.",
                                       lo=-1.0, hi=1.0)
     match: Literal["passage", "chunk"] = _tunable(
@@ -198,7 +338,10 @@ class PipelineConfig:
             if not isinstance(values, dict):
                 raise ConfigError(f"config section {section_name!r} must be an object")
             for key in values:
-                _field_of(section_type, section_name, key)
+                f = _field_of(section_type, section_name, key)
+                if _kind(get_type_hints(section_type)[f.name])[0] == "json":  # strict inside the list too
+                    values = {**values, key: to_dict(_parse_json_value(f"{section_name}.{key}", values[key]))}
+            data = {**data, section_name: values}
         try:
             return from_dict(cls, data)
         except (TypeError, ValueError) as exc:
@@ -247,15 +390,18 @@ def tunables() -> list[Tunable]:
         for f in dataclasses.fields(section_type):
             tp = hints[f.name]
             kind, choices = _kind(tp)
-            out.append(Tunable(key=f"{section.name}.{f.name}", type=kind, default=f.default, help=f.metadata["help"],
+            default = _json_text(f.default) if kind == "json" else f.default
+            out.append(Tunable(key=f"{section.name}.{f.name}", type=kind, default=default, help=f.metadata["help"],
                                choices=choices, lo=f.metadata["lo"], hi=f.metadata["hi"],
                                provisional=f.metadata["provisional"]))
     return out
 
 
 def get_value(cfg: PipelineConfig, key: str) -> Any:
+    """A setting's value as the sidebar and Compare show it: tuple-valued settings as canonical JSON text."""
     section, name = _split_key(key)
-    return getattr(getattr(cfg, section), name)
+    value = getattr(getattr(cfg, section), name)
+    return _json_text(value) if isinstance(value, tuple) else value
 
 
 def apply_overrides(cfg: PipelineConfig, overrides: dict[str, Any] | list[str] | tuple[str, ...]) -> PipelineConfig:
@@ -314,11 +460,15 @@ def _field_of(section_type: type, section: str, name: str) -> dataclasses.Field:
 def _kind(tp: Any) -> tuple[str, tuple[str, ...]]:
     if get_origin(tp) is Literal:
         return "choice", tuple(get_args(tp))
+    if get_origin(tp) is tuple:  # generate.tiers, generate.escalate_on: JSON text in the sidebar and --set
+        return "json", ()
     return {bool: "bool", int: "int", float: "float", str: "str"}[tp], ()
 
 
 def _parse_value(key: str, tp: Any, raw: Any) -> Any:
     kind, choices = _kind(tp)
+    if kind == "json":
+        return _parse_json_value(key, raw)
     if kind == "choice":
         if raw not in choices:
             raise ConfigError(f"{key} must be one of {', '.join(choices)}; got {raw!r}")
@@ -354,12 +504,27 @@ def _parse_value(key: str, tp: Any, raw: Any) -> Any:
     return str(raw)
 
 
+def _parse_json_value(key: str, raw: Any) -> Any:
+    """The one parser of the tuple-valued settings (``--set``, the sidebar's text, a config file)."""
+    if key == "generate.tiers":
+        return parse_tiers(raw, key)
+    if key == "generate.escalate_on":
+        return parse_triggers(raw, key)
+    raise ConfigError(f"{key} cannot be set from text")  # pragma: no cover - a new tuple field needs a parser
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(to_dict(value), sort_keys=True)
+
+
 def _check_section(section_name: str, section: Any) -> None:
     hints = get_type_hints(type(section))
     for f in dataclasses.fields(section):
         value = getattr(section, f.name)
         key = f"{section_name}.{f.name}"
         kind, choices = _kind(hints[f.name])
+        if kind == "json" and _parse_json_value(key, value) != value:
+            raise ConfigError(f"{key} must be a tuple; got {value!r}")
         if kind == "choice" and value not in choices:
             raise ConfigError(f"{key} must be one of {', '.join(choices)}; got {value!r}")
         if kind in ("int", "float"):

@@ -30,7 +30,7 @@ from pathlib import Path
 from pipeline.config import GateConfig, PipelineConfig
 from pipeline.context import StageContext
 from pipeline.gate import stage as gate
-from pipeline.generation import generate, rewrite
+from pipeline.generation import generate, rewrite, tiers
 from pipeline.models.registry import Models, default_models
 from pipeline.retrieval import rerank, retrieve
 from pipeline.storage.cache import AnswerCache, CacheUnavailable, cache_key, why_not_cacheable
@@ -148,8 +148,16 @@ class Pipeline:
             trace = dataclasses.replace(trace, answer=gt.abstention_message, abstained=True,
                                         llm_calls_saved=gt.llm_calls_saved)
         elif generate_answer:
-            gen = timed("generate", generate.run, question, query, ranked, cfg.generate, ctx)
-            val = timed("validate", citations.run, gen, ranked, cfg.validate, ctx)
+            if cfg.generate.tiers:  # each tier is generate + validate; the validation time is reported apart
+                tiered = timed("generate", tiers.run, question, query, ranked, cfg.generate, cfg.validate, ctx)
+                gen, val = tiered.generation, tiered.validation
+                timings["validate"] = tiered.validation_ms
+                timings["generate"] = round(timings["generate"] - tiered.validation_ms, 3)
+                gen = dataclasses.replace(gen, latency_ms=timings["generate"])
+                val = dataclasses.replace(val, latency_ms=timings["validate"])  # all tiers; each in gen.tiers
+            else:
+                gen = timed("generate", generate.run, question, query, ranked, cfg.generate, ctx)
+                val = timed("validate", citations.run, gen, ranked, cfg.validate, ctx)
             tr = timed("trust", trust.run, gen, val)
             trace = dataclasses.replace(trace, generation=gen, validation=val, trust=tr, answer=gen.answer,
                                         abstained=gen.is_abstention, confidence=tr.final_confidence,

@@ -75,6 +75,9 @@ class Candidate:
     keyword_contribution: float = 0.0
     fused_score: float = 0.0
     fused_rank: int = 0
+    rrf_score: float | None = None    # the RRF value whatever retrieve.fusion is (= fused_score under rrf)
+    dense_norm: float | None = None   # convex fusion: dense score normalised to [0, 1] (None: rrf, or not returned)
+    keyword_norm: float | None = None  # convex fusion: BM25 score normalised to [0, 1]
 
 
 FUSED_SCALE_NOTE = (
@@ -82,6 +85,19 @@ FUSED_SCALE_NOTE = (
     "2/61 ~ 0.033 (first on both legs); a chunk ranked first by one leg only scores 1/61 ~ 0.016. "
     "So a fused threshold near 0.015-0.03 measures whether the legs agree, not relevance."
 )
+CONVEX_SCALE_NOTE = (
+    "Fused score = alpha * dense_norm + (1 - alpha) * keyword_norm, each leg's score normalised to [0, 1] over "
+    "its returned top-k (minmax) or from its lowest possible score (tmm: cosine -1, BM25 0); a leg that did not "
+    "return the chunk adds 0. Maximum 1 (top of both legs). rrf_score keeps the RRF value."
+)
+
+
+@dataclass(frozen=True)
+class WindowScore:
+    """The best sentence-window cosine of one top candidate against the query (stored passage vectors)."""
+    chunk_id: str
+    cosine: float                     # max over the chunk's stored sentence windows (whole chunk excluded)
+    passage: str = ""                 # the window that reached it
 
 
 @dataclass(frozen=True)
@@ -94,6 +110,9 @@ class RetrievalTrace:
     rrf_k: int = 60
     dense_weight: float = 1.0
     keyword_weight: float = 1.0
+    fusion: str = "rrf"               # rrf | convex (retrieve.fusion); traces older than the field: rrf
+    convex_dense_weight: float | None = None  # convex: alpha, the dense leg's weight (keyword: 1 - alpha)
+    convex_normalisation: str = ""    # convex: minmax | tmm
     dense_hits: int = 0
     keyword_hits: int = 0
     candidates: tuple[Candidate, ...] = ()   # in fused order
@@ -102,6 +121,9 @@ class RetrievalTrace:
     timings_ms: dict[str, float] = field(default_factory=dict)
     dense_status: str = ""            # ran | failed; "" when retrieval did not run
     keyword_status: str = ""          # ran | failed | no-terms (the query was all stop words)
+    query_idf: dict[str, float] = field(default_factory=dict)  # IDF of every query term (gate coverage signals)
+    window_scores: tuple[WindowScore, ...] = ()  # top candidates' best sentence-window cosine (gate signal)
+    window_status: str = ""           # ran | why there are no window scores ("" in traces older than the field)
 
 
 # -- rerank --------------------------------------------------------------------------------------------
@@ -151,11 +173,39 @@ class GateCondition:
 
 
 @dataclass(frozen=True)
+class EvidenceSignals:
+    """The gate's evidence signals for one run (:mod:`pipeline.gate.signals`); None: not measurable there."""
+    window: float | None = None       # best sentence-window cosine over the top candidates (stored vectors)
+    coverage: float | None = None     # IDF-weighted share of the query's terms found in the top candidates
+    critical: float | None = None     # share of the critical terms (identifiers, numbers, versions, names) found
+    bm25: float | None = None         # top BM25 score / the query's IDF mass
+    dense: float | None = None        # dense rank 1's cosine
+    dense_margin: float | None = None  # dense rank 1's cosine minus dense rank 2's
+    fused_norm: float | None = None   # top fused score / its maximum for this rrf_k and these leg weights
+    rerank: float | None = None       # top rerank score (sigmoid), when a cross-encoder ran
+    critical_terms: tuple[str, ...] = ()
+    missing_critical: tuple[str, ...] = ()  # critical terms no top candidate contains
+    missing_terms: tuple[str, ...] = ()     # query terms no top candidate contains
+    top_k: int = 0                    # top candidates read
+    retracted_top: int = 0            # of those, superseded or retracted chunks
+
+
+@dataclass(frozen=True)
+class SignalContribution:
+    """One term of the learned rule's logit: ``coefficient * value`` (value imputed when missing)."""
+    name: str
+    value: float
+    coefficient: float
+    contribution: float
+    imputed: bool = False
+
+
+@dataclass(frozen=True)
 class GateTrace:
     status: Literal["skipped", "ran"] = "skipped"
     decision: Literal["answer", "abstain"] = "abstain"
     signal: str = "auto"              # as configured
-    scale: Literal["rerank", "fused", "dense", "fused_and_dense"] = "fused"  # the rule actually applied
+    scale: Literal["rerank", "fused", "dense", "fused_and_dense", "learned"] = "fused"  # the rule actually applied
     score: float = 0.0
     threshold: float = 0.0
     margin: float = 0.0               # score - threshold (of the binding condition)
@@ -170,6 +220,10 @@ class GateTrace:
     llm_calls_saved: int = 0
     best_dense_cosine: float | None = None  # dense rank 1's cosine (the dense signal); top chunk's may be None
     score_chunk_id: str = ""          # the chunk whose score was compared (each scale reads its own top)
+    signals: EvidenceSignals = field(default_factory=EvidenceSignals)
+    contributions: tuple[SignalContribution, ...] = ()  # the learned rule's logit, term by term (scale learned)
+    case: str = ""                    # abstentions: off-topic | on-topic | retracted | no-retrieval
+    plain_reason: str = ""            # abstentions: the case in one short sentence, for a reader
 
 
 # -- generation ----------------------------------------------------------------------------------------
@@ -195,6 +249,30 @@ class LLMAttempt:
 
 
 @dataclass(frozen=True)
+class TierAttempt:
+    """One tier's try at the answer under ``generate.tiers``: what it cost, what the validator said, and why it
+    was escalated (empty when it was kept or was the last tier)."""
+    tier: int                         # 1-based position in generate.tiers
+    backend: str                      # the generator that produced this tier's answer (extractive on fallback)
+    model: str = ""
+    status: str = ""                  # this tier's GenerationTrace.status
+    answer: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None     # litellm's offline price list; None when it does not know the model
+    llm_calls: int = 0
+    latency_ms: float = 0.0           # generation + validation of this tier
+    supported: int = 0
+    unsupported: int = 0
+    uncited: int = 0
+    fabricated_markers: tuple[int, ...] = ()
+    validation_status: str = ""
+    fallback_reason: str = ""
+    escalate_reasons: tuple[str, ...] = ()   # the triggers that fired (generate.escalate_on)
+    kept: bool = False
+
+
+@dataclass(frozen=True)
 class GenerationTrace:
     status: Literal["skipped", "answered", "abstained", "fallback", "cached"] = "skipped"
     backend: str = ""                 # the generator that produced the answer
@@ -212,6 +290,8 @@ class GenerationTrace:
     latency_ms: float = 0.0
     notes: tuple[str, ...] = ()       # what the generator changed in the model's reply, and why
     flagged_sources: tuple[int, ...] = ()  # offered sources holding text addressed to a model (injection)
+    tiers: tuple[TierAttempt, ...] = ()    # generate.tiers: every tier tried, in order; empty for one tier
+    kept_tier: int = 0                     # the tier whose answer was kept (1-based); 0 without tiers
 
 
 # -- validation and trust ------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The ``workbench`` command line: ingest, delete, search, ask, eval, tune, runs.
+"""The ``workbench`` command line: ingest, delete, search, ask, eval, tune, runs, monitor, models.
 
 Every command takes ``--store DIR`` (default: ``$WORKBENCH_HOME`` or ``.workbench``); ``--json`` prints
 machine-readable output only. Bad input exits non-zero with one line on stderr — never a traceback (set
@@ -6,7 +6,8 @@ machine-readable output only. Bad input exits non-zero with one line on stderr �
 
 Exit codes, the same for every command: 0 done; 2 bad input — anything the user can fix (an argument, a config
 or history file, a question, a golden file, a store path, a store that is busy, a batch with nothing usable),
-one ``error:`` line each; 1 an internal error (a bug), or ``eval --check`` below a floor; 130 interrupted. A
+one ``error:`` line each; 1 an internal error (a bug), or ``eval --check`` below a floor; 3 ``monitor``'s drift
+alarm fired; 130 interrupted. A
 batch that is partly bad still does what it can: ``ingest`` exits 0 with a ``problem:`` line per bad file when
 something was ingested; ``eval`` and ``tune`` evaluate the good golden lines and then exit 2.
 """
@@ -214,9 +215,28 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     cfg = load_config(args)
     set_torch_threads(args.threads)
+    if args.week_one:
+        return _week_one(args, cfg)
+    if args.examples is not None:
+        raise CliError("--examples applies to the week-one report; add --week-one")
     return run_eval(args.golden, cfg, open_store=_corpus_opener(args, cfg), check=args.check, out=args.out,
                     csv_path=args.csv, limit=args.limit, nli=not args.no_nli, json_output=args.json,
                     progress=sys.stderr.isatty(), split=args.split, split_file=args.split_file)
+
+
+def _week_one(args: argparse.Namespace, cfg) -> int:
+    """``eval --week-one``: the citation-error report of workbench.week_one (validation off, then on)."""
+    from workbench.week_one import DEFAULT_EXAMPLES, run_week_one
+
+    for flag, given in (("--check", args.check), ("--csv", args.csv)):
+        if given:
+            raise CliError(f"{flag} does not apply to --week-one (its files go under --out DIR)")
+    examples = DEFAULT_EXAMPLES if args.examples is None else args.examples
+    if examples < 0:
+        raise CliError(f"--examples must be at least 0, got {examples}")
+    return run_week_one(args.golden, cfg, open_store=_corpus_opener(args, cfg), out=args.out, limit=args.limit,
+                        nli=not args.no_nli, json_output=args.json, progress=sys.stderr.isatty(), split=args.split,
+                        split_file=args.split_file, examples=examples)
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -227,7 +247,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     set_torch_threads(args.threads)
     return run_tune(args.golden, cfg, out=args.out, max_false_answer_rate=args.max_false_answer_rate, grid=args.grid,
                     traces=args.traces, json_output=args.json, open_store=_corpus_opener(args, cfg),
-                    progress=sys.stderr.isatty(), split_file=args.split_file)
+                    progress=sys.stderr.isatty(), split_file=args.split_file, fit=args.fit)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -247,6 +267,40 @@ def cmd_runs(args: argparse.Namespace) -> int:
     _emit(args, [r.to_dict() for r in rows], lambda: "\n".join(
         f"{r.run_id}  {r.created_at}  {r.gate_decision:<7} {r.gate_score:7.4f}  {r.question[:70]}" for r in rows)
         or "no runs yet")
+    return 0
+
+
+EXIT_ALARM = 3
+
+
+def cmd_monitor(args: argparse.Namespace) -> int:
+    """Rates per hour or day over query_runs and the drift alarm (workbench/monitor.py); exit 3 on an alarm."""
+    from pipeline.storage.runs import RunLog
+    from pipeline.storage.store import data_dir
+    from workbench import monitor
+
+    try:
+        monitor.validate_windows(args.baseline, args.recent, args.alpha)
+    except ValueError as exc:
+        raise CliError(f"monitor: {exc}") from None
+    log = RunLog(data_dir(args.store) / "runs.sqlite")
+    rep = monitor.report(log.monitor_rows(), log.clicks(), bucket=args.bucket, baseline=args.baseline,
+                         recent=args.recent, alpha=args.alpha)
+    _emit(args, rep.to_dict(), lambda: monitor.report_text(rep))
+    return EXIT_ALARM if rep.check.alarm else 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    """Which models the configuration names, whether each is here and what is lost without it; with
+    ``--download``, fetch the missing hub models where the network allows (exit 0 either way: the lines say)."""
+    import dataclasses
+
+    from pipeline.models import inventory
+
+    cfg = load_config(args)
+    checks = inventory.fetch(cfg) if args.download else inventory.check(cfg)
+    _emit(args, [{**dataclasses.asdict(c), "available": c.available} for c in checks],
+          lambda: "\n".join(_escape(c.line()) for c in checks))
     return 0
 
 
@@ -303,6 +357,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", choices=["tune", "test", "all"], default=None,
                    help="evaluate one part of the golden split (default: all; with --check, the floors file's part)")
     p.add_argument("--split-file", metavar="FILE", help="the split (default: GOLDEN's .split.json beside it)")
+    p.add_argument("--week-one", action="store_true", help="the week-one citation-error report: run the cases with "
+                   "validation off, then on, judge every citation, report the wrong rates and their difference")
+    p.add_argument("--examples", type=int, default=None, metavar="N",
+                   help="with --week-one: wrong citations shown as examples (default 10)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: one case at a time runs "
                    "fastest single-threaded on shared cores; 0 = torch's default)")
     _common(p)
@@ -318,6 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split-file", metavar="FILE", help="fit on its tune part, report on its test part (default: "
                    "GOLDEN's .split.json beside it; without one every figure is in-sample but the CV)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1; 0 = torch's default)")
+    p.add_argument("--fit", action="store_true", help="also fit the learned rule (gate.learned_*) on the tune part, "
+                   "5-fold cross-validated, and report its held-out trade-off and settings")
     _common(p)
     p.set_defaults(func=cmd_tune)
 
@@ -327,6 +387,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=50)
     _common(p, config=False)
     p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("monitor", help="abstention, fallback, unsupported, cache-hit and click-through rates per "
+                       "hour or day, latency and LLM cost, and a drift alarm (exit 3 when it fires)",
+                       description="Rates per hour or day over query_runs and a drift alarm: the last RECENT runs "
+                       "against the BASELINE runs before them, one-sided Fisher exact test per metric at ALPHA/m "
+                       "(Bonferroni), so a check raises a false alarm with probability at most ALPHA. Exit codes: "
+                       "0 no alarm (or too few runs to check), 3 an alarm fired (the runs behind it are listed), "
+                       "2 bad input.")
+    p.add_argument("--bucket", choices=["hour", "day"], default="day", help="rates per UTC hour or day (default day)")
+    p.add_argument("--baseline", type=int, default=100, metavar="N", help="runs in the baseline window (default 100)")
+    p.add_argument("--recent", type=int, default=25, metavar="N", help="runs in the recent window (default 25)")
+    p.add_argument("--alpha", type=float, default=0.01, help="false-alarm probability per check (default 0.01)")
+    _common(p, config=False)
+    p.set_defaults(func=cmd_monitor)
+
+    p = sub.add_parser("models", help="list the models the configuration names and whether each is here")
+    p.add_argument("--download", action="store_true", help="download the missing hub models (cross-encoder, NLI) "
+                   "where the network allows; says per model when it cannot")
+    _common(p)
+    p.set_defaults(func=cmd_models)
     return parser
 
 

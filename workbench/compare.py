@@ -4,14 +4,20 @@ Pure functions over stored :class:`~pipeline.trace.Trace` records, no models: wh
 change, whether the rewrite changed, how each chunk moved in the final ranking, whether the gate decision
 flipped, and how each claim's verdict changed. Claims are matched by their text (whitespace and case
 folded), because the same sentence may carry other marker numbers when the sources are ordered differently.
+
+Tiered generation (``generate.tiers``): each side's tiers tried and cost are part of the diff, and
+:func:`tier_arms` / :func:`compare_arms` / :func:`tiering_verdict` put "cheap only" and "expensive only" beside
+"tiered" on the same cases (``benchmarks/tiers.py``, the Compare page's presets).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pipeline.config import PipelineConfig, get_value, tunables
+from pipeline.config import PipelineConfig, TierConfig, get_value, tunables
+from pipeline.generation.tiers import tiers_line, total_cost
 from pipeline.trace import Trace
 
 Movement = Literal["same", "up", "down", "new", "dropped"]
@@ -88,6 +94,10 @@ class TraceDiff:
     llm_calls_b: int
     backend_a: str
     backend_b: str
+    tiers_a: str = ""                  # generate.tiers: the tiers tried and the cost (tiers_line), "" without
+    tiers_b: str = ""
+    cost_a: float | None = None        # every tier's cost together (litellm list prices); None: unknown or untiered
+    cost_b: float | None = None
 
     @property
     def rewrite_changed(self) -> bool:
@@ -124,6 +134,8 @@ class TraceDiff:
             lines.append(f"confidence: {self.confidence_a or '–'} → {self.confidence_b or '–'}")
         if self.llm_calls_a != self.llm_calls_b:
             lines.append(f"LLM calls: {self.llm_calls_a} → {self.llm_calls_b}")
+        if self.tiers_a != self.tiers_b:
+            lines.append(f"{self.tiers_a or 'one generator'} → {self.tiers_b or 'one generator'}")
         return lines
 
 
@@ -197,4 +209,64 @@ def diff_traces(a: Trace, b: Trace, top_k: int = 10) -> TraceDiff:
         gate_a=_gate(a), gate_b=_gate(b), rank_moves=rank_moves(a, b, top_k), claim_changes=claim_changes(a, b),
         answer_a=a.answer, answer_b=b.answer, confidence_a=a.confidence, confidence_b=b.confidence,
         llm_calls_a=a.llm_calls, llm_calls_b=b.llm_calls, backend_a=a.generation.backend,
-        backend_b=b.generation.backend)
+        backend_b=b.generation.backend, tiers_a=tiers_line(a.generation), tiers_b=tiers_line(b.generation),
+        cost_a=total_cost(a.generation) if a.generation.tiers else None,
+        cost_b=total_cost(b.generation) if b.generation.tiers else None)
+
+
+# -- tiered generation: "cheap only" and "expensive only" beside "tiered" -------------------------------------
+
+ARMS = ("cheap only", "expensive only", "tiered")
+
+
+def tier_arms(cfg: PipelineConfig) -> dict[str, PipelineConfig]:
+    """The three arms of a tiering comparison from a config with two or more ``generate.tiers``: the first tier
+    alone, the last LLM tier alone (the extractive final fallback is not "expensive"), and ``cfg`` itself. Each
+    arm is a one-tier list, so every arm records the same per-tier costs and verdicts."""
+    tiers = cfg.generate.tiers
+    if len(tiers) < 2:
+        raise ValueError("a tiering comparison needs generate.tiers with two or more tiers")
+    llm = [t for t in tiers if t.backend != "extractive"] or [tiers[-1]]
+    return {"cheap only": replace_tiers(cfg, (tiers[0],)), "expensive only": replace_tiers(cfg, (llm[-1],)),
+            "tiered": cfg}
+
+
+def replace_tiers(cfg: PipelineConfig, tiers: tuple[TierConfig, ...]) -> PipelineConfig:
+    return dataclasses.replace(cfg, generate=dataclasses.replace(cfg.generate, tiers=tiers))
+
+
+def expensive_model(cfg: PipelineConfig) -> str:
+    """The model of the last LLM tier: the one tiering tries to call less."""
+    llm = [t for t in cfg.generate.tiers if t.backend != "extractive"]
+    return llm[-1].model if llm else ""
+
+
+def compare_arms(summaries: dict[str, dict], expensive: str) -> list[dict]:
+    """One row per arm from each arm's evaluation summary (:func:`workbench.evaluate.evaluate`): the
+    calls to the ``expensive`` model, the escalation rate, the cost and the correct-answer rate, same cases."""
+    rows = []
+    for arm, summary in summaries.items():
+        block = summary.get("tiers") or {}
+        per_tier = block.get("per_tier", [])
+        rows.append({
+            "arm": arm, "cases": summary.get("run", {}).get("cases", block.get("generated")),
+            "answered": block.get("answered"), "escalation_rate": block.get("escalation_rate"),
+            "expensive_calls": sum(t["llm_calls"] for t in per_tier if t["model"] == expensive),
+            "llm_calls": sum(t["llm_calls"] for t in per_tier),
+            "cost_usd": block.get("cost_usd"), "cost_per_answered_usd": block.get("cost_per_answered_usd"),
+            "correct_answer_rate": summary.get("correct_answer_rate"),
+            "answer_rate_answerable": summary.get("answer_rate_answerable"),
+            "citation_support_rate": summary.get("citation_support_rate"),
+            "kept_per_tier": {t["model"] or t["backend"]: t["kept"] for t in per_tier}})
+    return rows
+
+
+def tiering_verdict(rows: list[dict]) -> dict:
+    """Whether tiered made fewer expensive calls than expensive-only at no lower correct-answer rate."""
+    by = {r["arm"]: r for r in rows}
+    tiered, expensive = by.get("tiered"), by.get("expensive only")
+    if tiered is None or expensive is None:
+        return {"fewer_expensive_calls": None, "no_lower_correct_rate": None}
+    t_rate, e_rate = tiered["correct_answer_rate"], expensive["correct_answer_rate"]
+    return {"fewer_expensive_calls": tiered["expensive_calls"] < expensive["expensive_calls"],
+            "no_lower_correct_rate": None if t_rate is None or e_rate is None else t_rate >= e_rate}

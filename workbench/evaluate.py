@@ -45,6 +45,7 @@ import json
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -63,7 +64,7 @@ from pipeline.trace import Trace
 from workbench import floors as floors_mod
 from workbench.correctness import Correctness, score_case
 from workbench.golden import GoldenCase, GoldenSet, GoldenSplit, find_split, load_golden, select, subset
-from workbench.metrics import document_ranking, hit_at_k, recall_at_k, reciprocal_rank
+from workbench.metrics import document_ranking, hit_at_k, rate, recall_at_k, reciprocal_rank, round_or_none
 from workbench.nli import nli_support
 from workbench.summary import part_figures, render_summary, summarise
 
@@ -365,9 +366,74 @@ def evaluate(golden: GoldenSet, store: Store, models: Models, cfg: PipelineConfi
                       "embedder": memo.name, "texts_encoded": memo.encoded, "texts_requested": memo.texts,
                       "golden_problems": list(run.problems)}
     summary["split"] = split_block(part, split, len(run.rows))
+    if pipeline.cfg.generate.tiers:
+        summary["tiers"] = tier_summary(run.rows, run.traces, pipeline.cfg)
     if split is not None and part == "all":
         summary["per_split"] = per_split(run.rows, split)
     return Evaluation(run=run, summary=summary)
+
+
+# -- tiered generation (generate.tiers) ---------------------------------------------------------------------
+
+def tier_summary(rows: Sequence[EvalRow], traces: Sequence[Trace], cfg: PipelineConfig) -> dict:
+    """What tiering did on a run (only when ``generate.tiers`` is set): how often the cheap answer went on, the
+    calls each tier took, the calls to the most expensive LLM tier, the cost (litellm's offline list prices;
+    None when a model has no price) per answered question, and the answer quality of each tier's kept answers."""
+    tiers = cfg.generate.tiers
+    llm_tiers = [i for i, t in enumerate(tiers, start=1) if t.backend != "extractive"]
+    expensive = llm_tiers[-1] if llm_tiers else 0
+    generated = [(r, t) for r, t in zip(rows, traces, strict=True) if t.generation.tiers]
+    answered = [r for r, _ in generated if not r.abstained]
+    costs = [a.cost_usd for _, t in generated for a in t.generation.tiers]
+    known = all(c is not None for c in costs)
+    per_tier = []
+    for number, tier in enumerate(tiers, start=1):
+        tried = [a for _, t in generated for a in t.generation.tiers if a.tier == number]
+        kept_rows = [r for r, t in generated if t.generation.kept_tier == number]
+        scored = [r.correctness.verdict for r in kept_rows
+                  if not r.abstained and r.answerable and r.correctness is not None]
+        tier_costs = [a.cost_usd for a in tried]
+        per_tier.append({
+            "tier": number, "backend": tier.backend, "model": tier.model, "tried": len(tried),
+            "kept": len(kept_rows), "escalated": sum(bool(a.escalate_reasons) for a in tried),
+            "llm_calls": sum(a.llm_calls for a in tried),
+            "prompt_tokens": sum(a.prompt_tokens for a in tried),
+            "completion_tokens": sum(a.completion_tokens for a in tried),
+            "cost_usd": None if any(c is None for c in tier_costs) else round(sum(tier_costs), 8),
+            "correct_answer_rate": round_or_none(rate(scored.count("correct"), len(scored))),
+            "escalate_reasons": dict(Counter(x for a in tried for x in a.escalate_reasons))})
+    return {
+        "tiers": len(tiers), "escalate_on": list(cfg.generate.escalate_on), "generated": len(generated),
+        "answered": len(answered),
+        "escalation_rate": round_or_none(rate(sum(len(t.generation.tiers) > 1 for _, t in generated),
+                                              len(generated))),
+        "expensive_tier": expensive,
+        "expensive_calls": sum(a.llm_calls for _, t in generated for a in t.generation.tiers if a.tier == expensive),
+        "cost_usd": round(sum(costs), 8) if known else None,
+        "cost_per_answered_usd": round(sum(costs) / len(answered), 8) if known and answered else None,
+        "per_tier": per_tier,
+    }
+
+
+def render_tiers(block: dict) -> str:
+    """The text ``workbench eval`` prints for :func:`tier_summary`."""
+    def usd(value):
+        return "unknown (a model has no litellm price)" if value is None else f"${value:.6f}"
+
+    lines = [f"tiered generation ({block['tiers']} tiers; escalate on {', '.join(block['escalate_on'])}):",
+             f"  escalation rate {_pct(block['escalation_rate'])} of {block['generated']} generated answers; "
+             f"calls to the expensive tier ({block['expensive_tier']}): {block['expensive_calls']}",
+             f"  cost {usd(block['cost_usd'])}; per answered question {usd(block['cost_per_answered_usd'])} "
+             f"({block['answered']} answered)"]
+    for t in block["per_tier"]:
+        lines.append(f"  tier {t['tier']} {t['model'] or t['backend']}: tried {t['tried']}, kept {t['kept']}, "
+                     f"escalated {t['escalated']}, LLM calls {t['llm_calls']}, cost {usd(t['cost_usd'])}, "
+                     f"correct answers (kept, answerable) {_pct(t['correct_answer_rate'])}")
+    return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f} %"
 
 
 # -- outputs ------------------------------------------------------------------------------------------------
@@ -459,6 +525,8 @@ def run_eval(golden: str | Path, cfg: PipelineConfig, *, open_store: StoreOpener
         print(json.dumps(evaluation.to_dict(), indent=2, ensure_ascii=False))
     else:
         print(render_summary(evaluation.summary))
+        if "tiers" in evaluation.summary:
+            print(render_tiers(evaluation.summary["tiers"]))
     run = evaluation.summary["run"]
     where = "" if part == "all" else f" of the {part} part ({golden_split.path})"
     print(f"evaluated {run['cases']} cases{where} in {run['seconds']:.1f} s"

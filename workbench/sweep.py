@@ -31,21 +31,24 @@ It reports; it never rewrites the config.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from pipeline.config import GateConfig
+from pipeline.gate import learned as gate_learned
 from pipeline.gate import rule as gate_rule
-from pipeline.gate.stage import GateInputs, gate_inputs, score_arrays
+from pipeline.gate import signals as gate_signals
+from pipeline.gate.stage import GateInputs, gate_inputs, learned_scores, score_arrays
 from pipeline.trace import Trace
 from workbench.metrics import roc_auc
 
-SIGNALS = ("rerank", "fused", "dense")
+SIGNALS = ("rerank", "fused", "dense", "learned")
 FIELDS = {"t_rerank": "confidence_threshold_rerank", "t_fused": "confidence_threshold_fused",
-          "t_dense": "confidence_threshold_dense"}
+          "t_dense": "confidence_threshold_dense", "t_learned": "confidence_threshold_learned"}
 RULE_KEYS = {"rerank": ("t_rerank",), "fused": ("t_fused",), "dense": ("t_dense",),
-             "fused_and_dense": ("t_fused", "t_dense"), "auto": ("t_rerank", "t_fused", "t_dense")}
+             "fused_and_dense": ("t_fused", "t_dense"), "learned": ("t_learned",),
+             "auto": ("t_rerank", "t_fused", "t_dense", "t_learned")}
 FAR_BOUNDS = (0.05, 0.10, 0.20)
 
 
@@ -58,13 +61,17 @@ class Scores:
     fused: np.ndarray
     dense: np.ndarray
     inputs: tuple[GateInputs, ...]  # the gate's own inputs, for per-case replay with pipeline.gate.stage.decide
+    learned: np.ndarray | None = None  # the learned rule's probability (NaN: no candidates); None: not computed
 
     def signal(self, name: str) -> np.ndarray:
+        if name == "learned":
+            return self.learned if self.learned is not None else np.full(len(self.ids), np.nan)
         return getattr(self, name)
 
-    def answers(self, rule: str, *, t_rerank, t_fused, t_dense) -> np.ndarray:
+    def answers(self, rule: str, *, t_rerank, t_fused, t_dense, t_learned=0.5) -> np.ndarray:
         """:func:`pipeline.gate.rule.answers` on these cases (thresholds broadcast, cases on the last axis)."""
-        return gate_rule.answers(self.rerank, self.fused, self.dense, rule, t_rerank, t_fused, t_dense)
+        return gate_rule.answers(self.rerank, self.fused, self.dense, rule, t_rerank, t_fused, t_dense,
+                                 self.learned, t_learned)
 
     def available(self) -> tuple[str, ...]:
         return tuple(s for s in SIGNALS if np.isfinite(self.signal(s)).any())
@@ -72,14 +79,28 @@ class Scores:
     def take(self, idx: np.ndarray) -> Scores:
         return Scores(ids=tuple(self.ids[i] for i in idx), answerable=self.answerable[idx], rerank=self.rerank[idx],
                       fused=self.fused[idx], dense=self.dense[idx],
-                      inputs=tuple(self.inputs[i] for i in idx) if self.inputs else ())
+                      inputs=tuple(self.inputs[i] for i in idx) if self.inputs else (),
+                      learned=None if self.learned is None else self.learned[idx])
+
+    def with_gate(self, gate: GateConfig) -> Scores:
+        """The same cases with the learned probability recomputed under ``gate``'s coefficients."""
+        return Scores(ids=self.ids, answerable=self.answerable, rerank=self.rerank, fused=self.fused,
+                      dense=self.dense, inputs=self.inputs, learned=learned_scores(self.inputs, gate))
+
+    def evidence(self) -> dict[str, np.ndarray]:
+        """Every evidence signal (:mod:`pipeline.gate.signals`) per case, NaN where not measured."""
+        return {name: np.array([np.nan if gate_signals.value(i.signals, name) is None
+                                else gate_signals.value(i.signals, name) for i in self.inputs], dtype=np.float64)
+                for name in gate_signals.NAMES}
 
 
-def extract(ids: Sequence[str], answerable: Sequence[bool], traces: Sequence[Trace]) -> Scores:
+def extract(ids: Sequence[str], answerable: Sequence[bool], traces: Sequence[Trace],
+            gate: GateConfig | None = None) -> Scores:
+    """The gate's scores of each trace; the learned probability under ``gate``'s coefficients (default config)."""
     inputs = tuple(gate_inputs(t.retrieval, t.rerank) for t in traces)
     rerank, fused, dense = score_arrays(inputs)
     return Scores(ids=tuple(ids), answerable=np.asarray(answerable, dtype=bool), rerank=rerank, fused=fused,
-                  dense=dense, inputs=inputs)
+                  dense=dense, inputs=inputs, learned=learned_scores(inputs, gate or GateConfig()))
 
 
 def rates(answered: np.ndarray, answerable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -207,6 +228,84 @@ def rule_report(s: Scores, rule: str, cfg: GateConfig, max_far: float, groups: S
     return out
 
 
+# -- evidence signals and the learned rule ------------------------------------------------------------------------
+
+def evidence_report(s: Scores, max_far: float) -> dict:
+    """Each evidence signal alone: ROC-AUC, and the most answerable answered at false answers <= ``max_far``
+    (``score >= threshold``; these are measurements, not gate rules: only ``learned`` combines them)."""
+    out = {}
+    for name, values in s.evidence().items():
+        finite = np.isfinite(values)
+        if not finite.any():
+            out[name] = {"cases_with_score": 0, "roc_auc": None, "best": None}
+            continue
+        thresholds = candidate_thresholds(values)
+        answered = np.where(finite, values, -np.inf) >= thresholds[:, None]
+        ar, far = rates(answered, s.answerable)
+        ok = np.flatnonzero(far <= max_far + 1e-12)
+        best = None
+        if len(ok):
+            i = min(ok, key=lambda j: (-ar[j], far[j]))
+            best = {"threshold": float(thresholds[i]), "answer_rate_answerable": float(ar[i]),
+                    "false_answer_rate_unanswerable": float(far[i])}
+        out[name] = {"cases_with_score": int(finite.sum()),
+                     "roc_auc": roc_auc(np.where(finite, values, -np.inf), s.answerable), "best": best}
+    return out
+
+
+def _fit_gate(s: Scores, cfg: GateConfig, l2: float) -> GateConfig:
+    values, _ = gate_learned.features([i.signals for i in s.inputs])
+    intercept, coefs = gate_learned.fit(values, s.answerable, l2)
+    return replace(cfg, **gate_learned.settings(intercept, coefs))
+
+
+def fit_learned(s: Scores, cfg: GateConfig, max_far: float, k: int = 5, groups: Sequence[int] | None = None,
+                l2: float = 1.0) -> dict:
+    """``workbench tune --fit``: the learned rule's coefficients and threshold fitted on these cases, and the
+    fitting procedure k-fold cross-validated (coefficients AND threshold chosen on k-1 folds, applied to the
+    held-out fold): the pooled held-out probabilities give the held-out trade-off curve and ROC-AUC."""
+    held_p = np.full(len(s.ids), np.nan)
+    answered = np.zeros(len(s.ids), dtype=bool)
+    for held in folds(s.answerable, k, groups=groups):
+        train = s.take(np.setdiff1d(np.arange(len(s.ids)), held))
+        gate = _fit_gate(train, cfg, l2)
+        best = best_setting(train.with_gate(gate), "learned", gate, max_far)
+        test = s.take(held).with_gate(gate)
+        held_p[held] = test.learned
+        answered[held] = test.answers("learned", **{**thresholds_of(gate),
+                                                    "t_learned": best["t_learned"] if best else np.inf})
+    ar, far = rates(answered, s.answerable)
+    gate = _fit_gate(s, cfg, l2)
+    fitted = s.with_gate(gate)
+    pooled = Scores(ids=s.ids, answerable=s.answerable, rerank=s.rerank, fused=s.fused, dense=s.dense,
+                    inputs=s.inputs, learned=held_p)
+    # The threshold is read off the held-out probabilities: in-sample ones are over-confident, so a threshold
+    # chosen on them lets more false answers through on new questions than it promises.
+    best = best_setting(pooled, "learned", gate, max_far) or best_setting(fitted, "learned", gate, max_far)
+    threshold = readable_threshold(best["t_learned"], fitted.learned) if best else None
+    coefficients = gate_learned.settings(gate.learned_intercept, gate_learned.coefficients(gate)[1])
+    if threshold is not None:
+        ar_in, far_in = rates(fitted.answers("learned", **{**thresholds_of(gate), "t_learned": threshold}),
+                              s.answerable)
+        best = {"answer_rate_answerable": float(ar_in), "false_answer_rate_unanswerable": float(far_in)}
+    settings = [f"gate.{name}={value:g}" for name, value in coefficients.items()]
+    if threshold is not None:
+        settings.append(f"gate.confidence_threshold_learned={threshold:.6g}")
+    return {"cases": len(s.ids), "folds": k, "grouped": groups is not None, "l2": l2,
+            "coefficients": coefficients, "threshold": threshold,
+            "in_sample": best and {"answer_rate_answerable": best["answer_rate_answerable"],
+                                   "false_answer_rate_unanswerable": best["false_answer_rate_unanswerable"]},
+            "cross_validated": {"answer_rate_answerable": float(ar), "false_answer_rate_unanswerable": float(far),
+                                "roc_auc": roc_auc(np.where(np.isfinite(held_p), held_p, -np.inf), s.answerable)},
+            "held_out_curve": curve(pooled, "learned", cfg), "settings": settings}
+
+
+def gate_with(cfg: GateConfig, fit: dict) -> GateConfig:
+    """``cfg`` with a :func:`fit_learned` result's coefficients and threshold applied."""
+    extra = {} if fit.get("threshold") is None else {"confidence_threshold_learned": fit["threshold"]}
+    return replace(cfg, **fit["coefficients"], **extra)
+
+
 # -- heatmap grids ----------------------------------------------------------------------------------------------
 
 def axis(scores: np.ndarray, n: int, current: float) -> np.ndarray:
@@ -232,6 +331,7 @@ def sweep(s: Scores, cfg: GateConfig, max_far: float = 0.05, grid_size: int = 20
             "max_false_answer_rate": max_far,
             "current_gate": {"signal": cfg.signal, **thresholds_of(cfg), **current_rates(s, configured_rule(cfg), cfg)},
             "rules": {rule: rule_report(s, rule, cfg, max_far, groups) for rule in rules},
+            "evidence": evidence_report(s, max_far),
             "grids": {"auto": grid(s, "auto", "t_fused", "t_rerank", axes, cfg),
                       "fused_and_dense": grid(s, "fused_and_dense", "t_fused", "t_dense", axes, cfg)}}
 
@@ -274,7 +374,7 @@ def recommend(report: dict, scores: Scores | None = None) -> dict:
     keys = RULE_KEYS[name]
     chosen = {k: readable_threshold(best[k], scores.signal(_signal_of(k))) if scores is not None else best[k]
               for k in keys}
-    signal = "auto" if name == "fused_and_dense" and "rerank" not in rules else name
+    signal = "auto" if name == "learned" and "rerank" not in rules else name
     out = {"signal": signal, "rule": name, "answer_rate_answerable": best["answer_rate_answerable"],
            "false_answer_rate_unanswerable": best["false_answer_rate_unanswerable"],
            "cross_validated": rules[name]["cross_validated"],

@@ -57,6 +57,8 @@ from workbench.sweep import (
     at_setting,
     configured_rule,
     extract,
+    fit_learned,
+    gate_with,
     rates,
     recommend,
     sweep,
@@ -210,12 +212,48 @@ def render_markdown(report: dict) -> str:
     for label, tags in r["by_tag"].items():
         lines.append(f"| {label} | " + " | ".join(_pct(tags.get(t, {}).get("false_answer_rate_unanswerable"))
                                                    for t in UNANSWERABLE_TAGS) + " |")
+    lines += _evidence_lines(r) + _fit_lines(r)
     lines += ["", "This report never changes the config; apply a setting with `--set` or a config file.", ""]
     return "\n".join(lines)
 
 
-def _scores(cases: list[GoldenCase], by_id: dict[str, Trace]) -> Scores:
-    return extract([c.id for c in cases], [c.answerable for c in cases], [by_id[c.id] for c in cases])
+def _evidence_lines(r: dict) -> list[str]:
+    evidence = r.get("evidence") or {}
+    if not evidence:
+        return []
+    lines = ["", f"Evidence signals alone, on the {'tune part' if r['split']['fitted_on'] == 'tune' else 'cases'} "
+             "(measurements; only the learned rule combines them):", "",
+             "| signal | cases with a value | ROC-AUC | best at ≤ bound: threshold → answered / false |",
+             "|---|---:|---:|---|"]
+    for name, x in evidence.items():
+        auc = "—" if x.get("roc_auc") is None else f"{x['roc_auc']:.3f}"
+        best = x.get("best")
+        at = f"{best['threshold']:.4g} → {_rates(best)}" if best else "none"
+        lines.append(f"| {name} | {x['cases_with_score']} | {auc} | {at} |")
+    return lines
+
+
+def _fit_lines(r: dict) -> list[str]:
+    f = r.get("fit")
+    if not f:
+        return []
+    cv = f["cross_validated"]
+    auc = "—" if cv.get("roc_auc") is None else f"{cv['roc_auc']:.3f}"
+    lines = ["", "## Learned rule (`--fit`)", "",
+             f"A logistic model over the evidence signals, fitted on {f['cases']} cases "
+             f"({'the tune part' if r['split']['fitted_on'] == 'tune' else 'all cases'}; L2 {f['l2']:g}). "
+             f"{f['folds']}-fold cross-validated (coefficients and threshold chosen on the other folds): answered / "
+             f"false {_rates(cv)}, held-out ROC-AUC {auc}; in-sample at the chosen threshold {_rates(f['in_sample'])}."]
+    if f.get("test"):
+        lines.append(f"On the held-out **test** part: {_rates(f['test'])}.")
+    lines += ["", "| coefficient | value |", "|---|---:|"]
+    lines += [f"| {name} | {value:g} |" for name, value in f["coefficients"].items()]
+    lines += ["", f"Settings: `{' '.join(f['settings'])}`"]
+    return lines
+
+
+def _scores(cases: list[GoldenCase], by_id: dict[str, Trace], gate=None) -> Scores:
+    return extract([c.id for c in cases], [c.answerable for c in cases], [by_id[c.id] for c in cases], gate)
 
 
 def _group_labels(cases: list[GoldenCase]) -> list[int]:
@@ -225,27 +263,27 @@ def _group_labels(cases: list[GoldenCase]) -> list[int]:
 
 def tune_report(cases: list[GoldenCase], by_id: dict[str, Trace], cfg: PipelineConfig, *,
                 split: GoldenSplit | None = None, max_false_answer_rate: float = 0.05, grid: int = 20,
-                missing_split: str = "") -> tuple[dict, Scores]:
+                missing_split: str = "", fit_rule: bool = False) -> tuple[dict, Scores]:
     """The sweep on the tune part (all cases without a split), the recommendation, and both measured on the
     held-out test part: ``(report, the tune part's scores)``. Pure: traces in, plain data out."""
-    fit = [c for c in cases if split is None or split.part_of(c.id) == "tune"]
+    fit_cases = [c for c in cases if split is None or split.part_of(c.id) == "tune"]
     held = [c for c in cases if split is not None and split.part_of(c.id) == "test"]
-    if not fit:
+    if not fit_cases:
         raise TuneError(f"none of the {len(cases)} cases with a trace is in the tune part of {split.path}"
                         if split else "no case to tune on")
-    scores = _scores(fit, by_id)
+    scores = _scores(fit_cases, by_id, cfg.gate)
     started = time.perf_counter()
-    report = sweep(scores, cfg.gate, max_false_answer_rate, grid, groups=_group_labels(fit))
+    report = sweep(scores, cfg.gate, max_false_answer_rate, grid, groups=_group_labels(fit_cases))
     report["sweep_ms"] = (time.perf_counter() - started) * 1000
-    report["split"] = ({"fitted_on": "tune", "file": split.path, "seed": split.seed, "tune_cases": len(fit),
+    report["split"] = ({"fitted_on": "tune", "file": split.path, "seed": split.seed, "tune_cases": len(fit_cases),
                         "test_cases": len(held)} if split else
                        {"fitted_on": "all", "file": None, "missing": missing_split or "none given"})
     rec = report["recommendation"] = recommend(report, scores)
     rec["fitted_on"] = report["split"]["fitted_on"]
     rule = configured_rule(cfg.gate)
-    tagged = fit
+    tagged = fit_cases
     if held:
-        test = _scores(held, by_id)
+        test = _scores(held, by_id, cfg.gate)
         current = at_setting(test, rule, {}, cfg.gate)
         report["held_out"] = {"part": "test", **{k: current[k] for k in ("cases", "answerable", "unanswerable")},
                               "current_gate": current}
@@ -257,12 +295,27 @@ def tune_report(cases: list[GoldenCase], by_id: dict[str, Trace], cfg: PipelineC
         tagged, scores_for_tags = held, test
     else:
         scores_for_tags = scores
+    rec_gate, rec_scores = cfg.gate, scores_for_tags
+    if fit_rule:
+        fitted = report["fit"] = fit_learned(scores, cfg.gate, max_false_answer_rate, groups=_group_labels(fit_cases))
+        if fitted["threshold"] is not None:
+            # with --fit the recommendation is the fitted learned rule: its coefficients and threshold
+            rec_gate = gate_with(cfg.gate, fitted)
+            rec_scores = scores_for_tags.with_gate(rec_gate)
+            signal = "auto" if "rerank" not in report["rules"] else "learned"
+            rec = report["recommendation"] = {
+                "signal": signal, "rule": "learned", "t_learned": fitted["threshold"],
+                "threshold": fitted["threshold"], "fitted_on": report["split"]["fitted_on"],
+                **(fitted["in_sample"] or {}), "cross_validated": fitted["cross_validated"],
+                "settings": [f"gate.signal={signal}", *fitted["settings"]]}
+            if held:
+                fitted["test"] = rec["test"] = at_setting(rec_scores, "learned", {}, rec_gate)
     tags = [c.tags for c in tagged]
     report["by_tag_part"] = "test" if held else "all"
     report["by_tag"] = {f"current ({cfg.gate.signal})": by_tag(scores_for_tags, tags, rule, {}, cfg.gate)}
     if rec.get("signal"):
         report["by_tag"][f"recommended {rec['rule']}"] = by_tag(
-            scores_for_tags, tags, rec["rule"], {k: rec[k] for k in RULE_KEYS[rec["rule"]]}, cfg.gate)
+            rec_scores, tags, rec["rule"], {k: rec[k] for k in RULE_KEYS[rec["rule"]]}, rec_gate)
     return report, scores
 
 
@@ -293,7 +346,8 @@ def write_figures(out: Path, report: dict, scores) -> None:
 def run_tune(golden: str | Path, cfg: PipelineConfig, *, out: str | Path = "tune-output",
              max_false_answer_rate: float = 0.05, grid: int = 20, traces: str | Path | None = None,
              json_output: bool = False, open_store: Callable[[], AbstractContextManager[Store]] | None = None,
-             models: Models | None = None, progress: bool = False, split_file: str | Path | None = None) -> int:
+             models: Models | None = None, progress: bool = False, split_file: str | Path | None = None,
+             fit: bool = False) -> int:
     """``workbench tune`` (``workbench.cli`` parses the flags): 0, or 2 when the golden file has bad lines.
     ``open_store()`` gives the store as a context manager; it is not opened when ``traces`` is given."""
     if not 0.0 <= max_false_answer_rate <= 1.0:
@@ -320,7 +374,7 @@ def run_tune(golden: str | Path, cfg: PipelineConfig, *, out: str | Path = "tune
             raise TuneError(f"split file {split.path} does not assign {len(unassigned)} cases (e.g. "
                             f"{unassigned[0]!r}): regenerate it with python -m workbench.golden split {golden}")
     report, scores = tune_report(cases, by_id, cfg, split=split, max_false_answer_rate=max_false_answer_rate,
-                                 grid=grid, missing_split=str(split_path(golden)))
+                                 grid=grid, missing_split=str(split_path(golden)), fit_rule=fit)
     report["source"] = source
     markdown = render_markdown(report)
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

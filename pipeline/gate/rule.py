@@ -1,10 +1,11 @@
-"""The gate's rule, once: answer or abstain from three scores and three thresholds, vectorised.
+"""The gate's rule, once: answer or abstain from four scores and four thresholds, vectorised.
 
 The gate compares one score with one threshold and answers when ``score >= threshold``. Which score
 (``gate.signal``):
 
 - ``auto`` (default): the top rerank score (sigmoid, [0, 1]) against ``confidence_threshold_rerank`` where
-  the reranker ran (the design's seed rule); otherwise ``fused_and_dense``. The seed's fallback — the fused
+  the reranker ran (the design's seed rule); otherwise ``learned``; where no learned score was given (callers
+  from before the learned rule), ``fused_and_dense``. The seed's fallback — the fused
   score alone against 0.015 — cannot abstain: whatever the dense leg ranks first already scores
   1/61 ~ 0.0164, and the dense leg always returns something. How well each score alone and both together
   separate answerable from unanswerable questions — why, without a cross-encoder, the gate asks for both —
@@ -16,6 +17,8 @@ The gate compares one score with one threshold and answers when ``score >= thres
   back to fused where the dense leg returned nothing.
 - ``fused_and_dense``: the top fused score reaches ``confidence_threshold_fused`` AND the best dense cosine
   reaches ``confidence_threshold_dense``; falls back to fused alone where the dense leg returned nothing.
+- ``learned``: the learned rule's probability (:mod:`pipeline.gate.learned`, a logistic model over the evidence
+  signals) against ``confidence_threshold_learned``; falls back to ``fused_and_dense`` where there is none.
 
 Whatever the signal, a case without a fused score (retrieval found no candidates) abstains.
 
@@ -30,44 +33,54 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-SIGNALS = ("auto", "rerank", "fused", "dense", "fused_and_dense")
-_SCALES = np.array(["fused", "rerank", "dense", "fused_and_dense"])
+SIGNALS = ("auto", "rerank", "fused", "dense", "fused_and_dense", "learned")
+_SCALES = np.array(["fused", "rerank", "dense", "fused_and_dense", "learned"])
 
 
-def _reads(signal: str, has_rerank: np.ndarray, has_dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Where each case reads (rerank, dense alone, fused and dense); every other case reads fused alone."""
-    none = np.zeros((has_rerank & has_dense).shape, dtype=bool)
+def _reads(signal: str, has_rerank: np.ndarray, has_dense: np.ndarray, has_learned: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Where each case reads (rerank, dense alone, fused and dense, learned); every other case reads fused."""
+    none = np.zeros((has_rerank & has_dense & has_learned).shape, dtype=bool)
     if signal == "auto":
-        return has_rerank | none, none, ~has_rerank & has_dense
+        learned = ~has_rerank & has_learned
+        return has_rerank | none, none, ~has_rerank & ~has_learned & has_dense, learned
     if signal == "rerank":
-        return has_rerank | none, none, none
+        return has_rerank | none, none, none, none
     if signal == "fused":
-        return none, none, none
+        return none, none, none, none
     if signal == "dense":
-        return none, has_dense | none, none
+        return none, has_dense | none, none, none
     if signal == "fused_and_dense":
-        return none, none, has_dense | none
+        return none, none, has_dense | none, none
+    if signal == "learned":
+        return none, none, ~has_learned & has_dense, has_learned | none
     raise ValueError(f"unknown gate signal {signal!r}; expected one of {', '.join(SIGNALS)}")
 
 
-def scale(signal: str, has_rerank: ArrayLike, has_dense: ArrayLike) -> np.ndarray:
-    """The scale each case is read on: ``rerank``, ``fused``, ``dense`` or ``fused_and_dense`` (str array)."""
-    reads_rerank, reads_dense, reads_both = _reads(signal, np.asarray(has_rerank, dtype=bool),
-                                                   np.asarray(has_dense, dtype=bool))
-    return _SCALES[reads_rerank * 1 + reads_dense * 2 + reads_both * 3]  # the masks are disjoint
+def scale(signal: str, has_rerank: ArrayLike, has_dense: ArrayLike, has_learned: ArrayLike = False) -> np.ndarray:
+    """The scale each case is read on: ``rerank``, ``fused``, ``dense``, ``fused_and_dense`` or ``learned``."""
+    reads_rerank, reads_dense, reads_both, reads_learned = _reads(
+        signal, np.asarray(has_rerank, dtype=bool), np.asarray(has_dense, dtype=bool),
+        np.asarray(has_learned, dtype=bool))
+    return _SCALES[reads_rerank * 1 + reads_dense * 2 + reads_both * 3 + reads_learned * 4]  # disjoint masks
 
 
 def answers(rerank: ArrayLike, fused: ArrayLike, dense: ArrayLike, signal: str,
-            t_rerank: ArrayLike, t_fused: ArrayLike, t_dense: ArrayLike) -> np.ndarray:
+            t_rerank: ArrayLike, t_fused: ArrayLike, t_dense: ArrayLike,
+            learned: ArrayLike | None = None, t_learned: ArrayLike = 0.5) -> np.ndarray:
     """``True`` where the gate answers: every condition of the case's scale holds (``score >= threshold``).
 
-    ``rerank``/``fused``/``dense``: scores per case (NaN: no score on that scale). ``t_*``: thresholds,
-    broadcast against the cases (cases on the last axis), e.g. shapes ``(n_fused, 1, 1)`` and
-    ``(n_dense, 1)`` for a grid. The result has the broadcast shape.
+    ``rerank``/``fused``/``dense``/``learned``: scores per case (NaN: no score on that scale; ``learned`` None:
+    none for any case). ``t_*``: thresholds, broadcast against the cases (cases on the last axis), e.g. shapes
+    ``(n_fused, 1, 1)`` and ``(n_dense, 1)`` for a grid. The result has the broadcast shape.
     """
     rerank, fused, dense = (np.asarray(a, dtype=np.float64) for a in (rerank, fused, dense))
-    reads_rerank, reads_dense, reads_both = _reads(signal, ~np.isnan(rerank), ~np.isnan(dense))
+    learned = np.full(fused.shape, np.nan) if learned is None else np.asarray(learned, dtype=np.float64)
+    reads_rerank, reads_dense, reads_both, reads_learned = _reads(signal, ~np.isnan(rerank), ~np.isnan(dense),
+                                                                  ~np.isnan(learned))
     by_fused, by_dense = fused >= t_fused, dense >= t_dense  # NaN compares False: no score never passes
     answered = np.where(reads_rerank, rerank >= t_rerank,
-                        np.where(reads_dense, by_dense, np.where(reads_both, by_fused & by_dense, by_fused)))
+                        np.where(reads_learned, learned >= t_learned,
+                                 np.where(reads_dense, by_dense, np.where(reads_both, by_fused & by_dense,
+                                                                          by_fused))))
     return ~np.isnan(fused) & answered

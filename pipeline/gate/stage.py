@@ -39,9 +39,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.config import GateConfig
-from pipeline.gate import rule
+from pipeline.gate import learned, rule, signals
 from pipeline.generation.prompts import ABSTENTION_MESSAGE
-from pipeline.trace import Candidate, ClosestDocument, GateCondition, GateTrace, RerankTrace, RetrievalTrace, Trace
+from pipeline.trace import (
+    Candidate,
+    ClosestDocument,
+    EvidenceSignals,
+    GateCondition,
+    GateTrace,
+    RerankTrace,
+    RetrievalTrace,
+    Trace,
+)
 
 MAX_CLOSEST = 50  # the upper bound of gate.closest_documents
 
@@ -63,6 +72,8 @@ class GateInputs:
     closest_rerank: tuple[ClosestDocument, ...] = ()
     closest_fused: tuple[ClosestDocument, ...] = ()
     closest_dense: tuple[ClosestDocument, ...] = ()
+    signals: EvidenceSignals = EvidenceSignals()  # the evidence signals (pipeline.gate.signals)
+    top_superseded: bool = False              # the first chunk of the final ranking is superseded or retracted
 
 
 # -- extraction (once per run) ------------------------------------------------------------------------------
@@ -81,13 +92,19 @@ def _distinct_documents(ranked: list[tuple[Candidate, float]], scale: str,
     return tuple(out)
 
 
+def _rrf(candidate: Candidate) -> float:
+    return candidate.fused_score if candidate.rrf_score is None else candidate.rrf_score
+
+
 def gate_inputs(retrieval: RetrievalTrace, rerank: RerankTrace) -> GateInputs:
     """Extract what the gate reads; cheap, pure, and the only part that walks the candidate lists."""
     candidates = retrieval.candidates
     by_id = {c.chunk_id: c for c in candidates}
     reranked = [(by_id[r.chunk_id], r.rerank_score) for r in rerank.candidates if r.chunk_id in by_id]
     rerank_ran = rerank.status == "ran" and bool(reranked)
-    fused = [(c, c.fused_score) for c in candidates]
+    # the fused rule reads the RRF value whatever retrieve.fusion is (its thresholds are on the RRF scale; a
+    # convex fused score is in [0, 1]); traces from before rrf_score existed were RRF already
+    fused = sorted(((c, _rrf(c)) for c in candidates), key=lambda pair: -pair[1])
     dense = sorted(((c, c.dense_score) for c in candidates if c.dense_rank is not None and c.dense_score is not None),
                    key=lambda pair: pair[0].dense_rank)
     top = reranked[0][0] if rerank_ran else (candidates[0] if candidates else None)
@@ -99,15 +116,17 @@ def gate_inputs(retrieval: RetrievalTrace, rerank: RerankTrace) -> GateInputs:
         dense_available=bool(dense),
         top_chunk_id=top.chunk_id if top else "",
         top_rerank_score=reranked[0][1] if rerank_ran else None,
-        top_fused_score=top.fused_score if top else None,
+        top_fused_score=_rrf(top) if top else None,
         top_dense_cosine=top.dense_score if top else None,
         best_rerank=(reranked[0][0].chunk_id, reranked[0][1]) if rerank_ran else None,
-        best_fused=(candidates[0].chunk_id, candidates[0].fused_score) if candidates else None,
+        best_fused=(fused[0][0].chunk_id, fused[0][1]) if fused else None,
         best_dense=(dense[0][0].chunk_id, dense[0][1]) if dense else None,
         closest_rerank=_distinct_documents(fused, "fused", _distinct_documents(reranked, "rerank"))
         if rerank_ran else (),
         closest_fused=closest_fused,
-        closest_dense=_distinct_documents(dense, "dense"))
+        closest_dense=_distinct_documents(dense, "dense"),
+        signals=signals.compute(retrieval, rerank),
+        top_superseded=bool(top and (top.superseded_by or top.superseded_reason)))
 
 
 def _no_rerank_reason(rerank: RerankTrace) -> str:
@@ -143,14 +162,49 @@ def score_arrays(inputs: Sequence[GateInputs]) -> tuple[np.ndarray, np.ndarray, 
             column(lambda i: i.dense_available, "best_dense"))
 
 
+def learned_scores(inputs: Sequence[GateInputs], cfg: GateConfig) -> np.ndarray:
+    """The learned rule's probability per run (NaN where retrieval found nothing), for
+    :func:`pipeline.gate.rule.answers`."""
+    p = learned.probabilities([i.signals for i in inputs], cfg)
+    return np.where([i.best_fused is not None for i in inputs], p, np.nan)
+
+
+# Which abstention it is, from the evidence signals: a question whose rarer words mostly appear in none of the
+# top passages, or whose best passage is far in meaning, is about something the corpus does not cover.
+OFF_TOPIC_COVERAGE = 0.5
+OFF_TOPIC_COSINE = 0.4
+CASES = {
+    "no-retrieval": "Nothing in the documents matched this question.",
+    "off-topic": "Nothing in the documents is about this question.",
+    "on-topic": "The documents cover this topic, but no passage states the answer.",
+    "retracted": "The passages that match this question are retracted or superseded.",
+}
+
+
+def abstention_case(inputs: GateInputs) -> str:
+    """off-topic | on-topic | retracted | no-retrieval: which kind of abstention this would be."""
+    if inputs.best_fused is None:
+        return "no-retrieval"
+    if inputs.top_superseded:
+        return "retracted"
+    s = inputs.signals
+    cosine = s.window if s.window is not None else s.dense
+    if (s.coverage is not None and s.coverage < OFF_TOPIC_COVERAGE) or \
+            (cosine is not None and cosine < OFF_TOPIC_COSINE):
+        return "off-topic"
+    return "on-topic"
+
+
 def _scale(inputs: GateInputs, signal: str) -> tuple[str, str]:
     """The scale to read (the rule's) and, when it is not the one asked for, why."""
-    scale = str(rule.scale(signal, inputs.rerank_ran, inputs.dense_available))
+    scale = str(rule.scale(signal, inputs.rerank_ran, inputs.dense_available, inputs.best_fused is not None))
     if signal in ("auto", "rerank") and not inputs.rerank_ran:
         if signal == "rerank":
             return scale, f"gate.signal=rerank but there is no rerank score ({inputs.no_rerank_reason}); " \
                           "fell back to the fused scale"
-        note = f"no rerank score ({inputs.no_rerank_reason}); requiring fused and dense"
+        if scale == "learned":
+            return scale, "no rerank score: the learned rule decides"
+        note = "no rerank score; requiring fused and dense"
         if not inputs.dense_available:
             return scale, note + ", but the dense leg returned nothing: fused only"
         return scale, note
@@ -161,12 +215,14 @@ def _scale(inputs: GateInputs, signal: str) -> tuple[str, str]:
 
 def _threshold(scale: str, cfg: GateConfig) -> float:
     return {"rerank": cfg.confidence_threshold_rerank, "fused": cfg.confidence_threshold_fused,
-            "dense": cfg.confidence_threshold_dense}[scale]
+            "dense": cfg.confidence_threshold_dense, "learned": cfg.confidence_threshold_learned}[scale]
 
 
 def _condition(inputs: GateInputs, scale: str, cfg: GateConfig) -> tuple[GateCondition, str]:
     threshold = _threshold(scale, cfg)
-    best = {"rerank": inputs.best_rerank, "fused": inputs.best_fused, "dense": inputs.best_dense}[scale]
+    best = {"rerank": inputs.best_rerank, "fused": inputs.best_fused, "dense": inputs.best_dense,
+            "learned": (inputs.top_chunk_id, float(learned_scores([inputs], cfg)[0]))
+            if inputs.best_fused is not None else None}[scale]
     if best is None:
         return GateCondition(scale, 0.0, threshold, False), ""
     chunk_id, score = best
@@ -185,15 +241,17 @@ def decide(inputs: GateInputs, cfg: GateConfig) -> GateTrace:
     conditions = tuple(c for c, _ in checked)
     binding, chunk_id = min(checked, key=lambda pair: _relative_margin(pair[0]))
     answered = rule.answers(*score_arrays([inputs]), cfg.signal, cfg.confidence_threshold_rerank,
-                            cfg.confidence_threshold_fused, cfg.confidence_threshold_dense)
+                            cfg.confidence_threshold_fused, cfg.confidence_threshold_dense,
+                            learned_scores([inputs], cfg), cfg.confidence_threshold_learned)
     abstain = not answered[0]
     decision = "abstain" if abstain else "answer"
+    case = abstention_case(inputs) if abstain else ""
     if inputs.best_fused is None:
         why = inputs.no_retrieval_reason or f"no {scale} score"
     else:
         why = " and ".join(f"top {c.scale} score {c.score:.4g} {'>=' if c.passed else '<'} threshold {c.threshold:g}"
                            for c in conditions)
-    closest_scale = "fused" if scale == "fused_and_dense" else scale
+    closest_scale = "fused" if scale in ("fused_and_dense", "learned") else scale
     closest = {"rerank": inputs.closest_rerank, "fused": inputs.closest_fused,
                "dense": inputs.closest_dense}[closest_scale] if abstain else ()
     score, threshold = binding.score, binding.threshold
@@ -204,7 +262,10 @@ def decide(inputs: GateInputs, cfg: GateConfig) -> GateTrace:
         top_rerank_score=inputs.top_rerank_score, top_fused_score=inputs.top_fused_score,
         top_dense_cosine=inputs.top_dense_cosine, closest_documents=closest[:cfg.closest_documents],
         abstention_message=ABSTENTION_MESSAGE if abstain else "", llm_calls_saved=1 if abstain else 0,
-        best_dense_cosine=inputs.best_dense[1] if inputs.best_dense else None, score_chunk_id=chunk_id)
+        best_dense_cosine=inputs.best_dense[1] if inputs.best_dense else None, score_chunk_id=chunk_id,
+        signals=inputs.signals,
+        contributions=learned.contributions(inputs.signals, cfg) if inputs.best_fused is not None else (),
+        case=case, plain_reason=CASES[case] if case else "")
 
 
 def run(retrieval: RetrievalTrace, rerank: RerankTrace, cfg: GateConfig) -> GateTrace:

@@ -5,6 +5,14 @@ call per group (the embedder sorts the group's texts by length, so its mini-batc
 batched write (:meth:`Store.replace_documents`: one index flush and one catalogue transaction). With
 ``ingest.passage_vectors`` the same call also embeds every chunk's sentence windows, stored for the
 citation validator (:mod:`pipeline.validation.citations`) so that answering never embeds a chunk's passages.
+With ``ingest.passage_vectors_mode = late`` the windows are instead pooled from the chunk's own forward pass
+(:meth:`pipeline.models.encoders.SentenceEmbedder.encode_late`, located by :func:`window_spans`), so each chunk is
+encoded once; an embedder without ``encode_late`` (the test fakes) encodes them separately.
+
+The keyword leg's sparse vectors use ``keyword.k1``, ``keyword.b`` and ``keyword.heading_weight`` (a heading-path
+word's term-frequency weight, :func:`chunk_sparse`); they are part of the build signature, so changing one
+re-indexes every document on the next ingest (the heading weight only when it is not 1, so stores built before
+the parameter existed are not rebuilt).
 
 Incremental by content hash: an unchanged document is not re-chunked or re-embedded; a changed one
 replaces all its old chunks atomically (:meth:`Store.replace_document`); a document whose front matter
@@ -72,8 +80,24 @@ class _Prepared:
 
 def build_signature(cfg: PipelineConfig, dim: int) -> str:
     """What the stored vectors depend on; a change means every chunk must be rebuilt."""
+    bm25 = [cfg.keyword.k1, cfg.keyword.b] + ([cfg.keyword.heading_weight] if cfg.keyword.heading_weight != 1.0
+                                              else [])  # unchanged for stores built before the parameter
     return json.dumps({"embedding": cfg.embedding.model, "dim": dim, "chunking": [cfg.chunking.max_tokens,
-                       cfg.chunking.overlap_tokens], "bm25": [cfg.keyword.k1, cfg.keyword.b]}, sort_keys=True)
+                       cfg.chunking.overlap_tokens], "bm25": bm25}, sort_keys=True)
+
+
+def heading_token_count(heading_path: Iterable[str]) -> int:
+    """How many of a chunk's indexed tokens come from its heading path: ``indexed_text`` is the heading path, a
+    newline, then the text, and no token spans the newline, so they are the first this many."""
+    return len(tokenize(" > ".join(heading_path)))
+
+
+def chunk_sparse(terms: list[str], heading_path: Iterable[str], avgdl: float,
+                 cfg: PipelineConfig) -> tuple[list[int], list[float]]:
+    """A chunk's BM25 sparse vector under ``cfg.keyword`` (k1, b, heading weight)."""
+    kw = cfg.keyword
+    heading = heading_token_count(heading_path) if kw.heading_weight != 1.0 else 0
+    return doc_sparse(terms, avgdl, kw.k1, kw.b, heading, kw.heading_weight)
 
 
 def ingest_paths(store: Store, paths: Iterable[str | Path], cfg: PipelineConfig, models: Models,
@@ -238,15 +262,18 @@ def _embed_and_build(group: list[_Prepared], embedder, cfg: PipelineConfig, avgd
     chunks = [c for p in group for c in p.chunks]
     texts = [c.indexed_text for c in chunks]
     windows = [tuple(chunk_passages(c.text)[1:]) for c in chunks] if cfg.ingest.passage_vectors else []
-    vectors = np.asarray(embedder.encode(texts + [w for ws in windows for w in ws]), dtype=np.float32)
-    dense, rest = vectors[:len(texts)], vectors[len(texts):]
+    if windows and cfg.ingest.passage_vectors_mode == "late" and hasattr(embedder, "encode_late"):
+        dense, rest = _late_vectors(chunks, windows, embedder)
+    else:
+        vectors = np.asarray(embedder.encode(texts + [w for ws in windows for w in ws]), dtype=np.float32)
+        dense, rest = vectors[:len(texts)], vectors[len(texts):]
     writes, offset, window_offset = [], 0, 0
     for p in group:
         n = len(p.chunks)
         points, passages = [], [] if windows else None
         rows = zip(p.chunks, p.terms, dense[offset:offset + n], range(offset, offset + n), strict=True)
         for chunk, terms, vector, k in rows:
-            indices, values = doc_sparse(terms, avgdl, cfg.keyword.k1, cfg.keyword.b)
+            indices, values = chunk_sparse(terms, chunk.heading_path, avgdl, cfg)
             points.append(IndexPoint(point_id_for(p.doc, chunk.ordinal), vector.tolist(), indices, values,
                                      _payload(p.doc, chunk)))
             if windows:
@@ -257,6 +284,68 @@ def _embed_and_build(group: list[_Prepared], embedder, cfg: PipelineConfig, avgd
         offset += n
         writes.append(DocumentWrite(p.doc, p.chunks, points, p.terms, passages, embedder.name))
     return writes
+
+
+def window_spans(chunk: Chunk, windows: tuple[str, ...]) -> list[tuple[int, int] | None]:
+    """Where each sentence window lies in the chunk's ``indexed_text`` (character span), or None when it cannot be
+    found. A window is a sentence, found verbatim, or two adjacent sentences joined by one space, whose span runs
+    from the first's start to the second's end whatever whitespace separated them in the text."""
+    offset = len(chunk.indexed_text) - len(chunk.text)
+    text = chunk.text
+    known = set(windows)
+    spans: list[tuple[int, int] | None] = []
+    for window in windows:
+        start = text.find(window)
+        if start >= 0:
+            spans.append((offset + start, offset + start + len(window)))
+            continue
+        found = None
+        for cut in (i for i, ch in enumerate(window) if ch == " "):
+            first, second = window[:cut], window[cut + 1:]
+            if first in known and second in known:
+                found = _adjacent(text, first, second)
+                if found:
+                    break
+        spans.append(None if found is None else (offset + found[0], offset + found[1]))
+    return spans
+
+
+def _adjacent(text: str, first: str, second: str) -> tuple[int, int] | None:
+    """The span of ``first`` followed, after whitespace only, by ``second`` in ``text``."""
+    start = text.find(first)
+    while start >= 0:
+        after = start + len(first)
+        rest = text[after:]
+        gap = len(rest) - len(rest.lstrip())
+        if rest[gap:].startswith(second):
+            return start, after + gap + len(second)
+        start = text.find(first, start + 1)
+    return None
+
+
+def _late_vectors(chunks: list[Chunk], windows: list[tuple[str, ...]], embedder) -> tuple[np.ndarray, np.ndarray]:
+    """``ingest.passage_vectors_mode = late``: one forward pass per chunk gives the chunk vector and every window
+    vector it can (:meth:`SentenceEmbedder.encode_late`); windows that cannot be located or lie past the
+    encoder's token limit are encoded on their own in one more call. Returns (chunk vectors, window vectors in
+    the order of ``windows``)."""
+    spans = [window_spans(c, ws) for c, ws in zip(chunks, windows, strict=True)]
+    dense, pooled = embedder.encode_late([c.indexed_text for c in chunks],
+                                         [[sp for sp in s if sp is not None] for s in spans])
+    out: list[np.ndarray | None] = []
+    missing: list[tuple[int, str]] = []
+    for ws, s, p in zip(windows, spans, pooled, strict=True):
+        found = iter(p)
+        for window, span in zip(ws, s, strict=True):
+            vector = next(found) if span is not None else None
+            if vector is None:
+                missing.append((len(out), window))
+            out.append(vector)
+    if missing:
+        extra = np.asarray(embedder.encode([w for _, w in missing]), dtype=np.float32)
+        for (i, _), vector in zip(missing, extra, strict=True):
+            out[i] = vector
+    rest = np.vstack(out).astype(np.float32) if out else np.zeros((0, dense.shape[1]), dtype=np.float32)
+    return np.asarray(dense, dtype=np.float32), rest
 
 
 def _progress(total: int, enabled: bool):
@@ -276,12 +365,14 @@ def _payload(doc: Document, chunk: Chunk) -> dict:
 
 def refresh_sparse(store: Store, cfg: PipelineConfig, avgdl: float, skip: set[str] = frozenset()) -> int:
     """Rewrite the BM25 sparse vectors of every live chunk (except documents in ``skip``) for ``avgdl``."""
-    skip_points = {c.point_id for c in store.chunks() if c.doc_id in skip}
+    stored = store.chunks()
+    skip_points = {c.point_id for c in stored if c.doc_id in skip}
+    headings = {c.point_id: c.heading_path for c in stored}
     items = []
     for point_id, terms in store.chunk_terms().items():
         if point_id in skip_points:
             continue
-        indices, values = doc_sparse(terms, avgdl, cfg.keyword.k1, cfg.keyword.b)
+        indices, values = chunk_sparse(terms, headings.get(point_id, ()), avgdl, cfg)
         items.append((point_id, indices, values))
     store.index.update_sparse(items)
     return len(items)

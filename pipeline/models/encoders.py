@@ -65,6 +65,49 @@ class SentenceEmbedder:
                                          show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
 
+    def encode_late(self, texts: list[str], spans: list[list[tuple[int, int]]],
+                    batch_size: int | None = None) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
+        """One forward pass per text gives its embedding *and* a vector per character span ("late chunking",
+        Günther et al. 2024): the span's contextual token embeddings, mean-pooled and L2-normalised.
+
+        The text embedding is the model's own (the same pooling and normalisation as :meth:`encode`). A span
+        with no token inside the encoder's window (the text was truncated before it) gets ``None``: the caller
+        encodes it separately."""
+        import torch
+
+        with self._lock:
+            self.calls += 1
+            if not texts:
+                return np.zeros((0, self.dim), dtype=np.float32), []
+            size = batch_size or self.batch_size
+            order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+            pooled = np.zeros((len(texts), self.dim), dtype=np.float32)
+            windows: list[list[np.ndarray | None]] = [[] for _ in texts]
+            tokenizer, limit = self._model.tokenizer, self._model.max_seq_length
+            for start in range(0, len(order), size):
+                batch = order[start:start + size]
+                features = tokenizer([texts[i] for i in batch], padding=True, truncation=True, max_length=limit,
+                                     return_offsets_mapping=True, return_tensors="pt")
+                offsets = features.pop("offset_mapping").numpy()
+                with torch.inference_mode():
+                    out = self._model(dict(features))
+                tokens = out["token_embeddings"].float().numpy()
+                mask = features["attention_mask"].numpy().astype(bool)
+                pooled[batch] = out["sentence_embedding"].float().numpy()
+                for row, i in enumerate(batch):
+                    windows[i] = [_pool_span(tokens[row], offsets[row], mask[row], s, e) for s, e in spans[i]]
+        return pooled, windows
+
+
+def _pool_span(tokens: np.ndarray, offsets: np.ndarray, mask: np.ndarray, start: int, end: int) -> np.ndarray | None:
+    """Mean of the token embeddings whose characters lie in ``[start, end)`` (special tokens excluded), L2-normalised;
+    None when no token falls there."""
+    inside = mask & (offsets[:, 1] > offsets[:, 0]) & (offsets[:, 0] < end) & (offsets[:, 1] > start)
+    if not inside.any():
+        return None
+    v = tokens[inside].mean(axis=0)
+    return (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
+
 
 class CrossEncoderReranker:
     """A sentence-transformers CrossEncoder returning raw logits."""

@@ -50,8 +50,12 @@ def hub_allowed() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() not in ("1", "true", "yes", "on")
 
 
-def resolve_model(name: str) -> ResolvedModel:
-    """Find a model's files locally (or download them when allowed); raise ModelUnavailable otherwise."""
+def resolve_model(name: str, download: bool | None = None) -> ResolvedModel:
+    """Find a model's files locally (or download them when allowed); raise ModelUnavailable otherwise.
+
+    ``download``: None downloads when the hub is allowed (:func:`hub_allowed`); False never downloads (a
+    check of what is already here); True tries even under ``HF_HUB_OFFLINE`` (``workbench models --download``).
+    """
     if not name:
         raise ModelUnavailable("no model name configured")
     local = Path(name).expanduser()
@@ -74,7 +78,7 @@ def resolve_model(name: str) -> ResolvedModel:
             return ResolvedModel(name, Path(snapshot_download(name, local_files_only=True)), "hf-cache")
         except (LocalEntryNotFoundError, OSError, ValueError):
             pass
-        if hub_allowed():
+        if download or (download is None and hub_allowed()):
             try:
                 return ResolvedModel(name, Path(snapshot_download(name, etag_timeout=5)), "hub")
             except Exception as exc:  # network errors come in many types; all mean "not available"

@@ -33,12 +33,24 @@ def term_id(term: str) -> int:
     return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest(), "little")
 
 
-def bm25_doc_weights(tokens: Iterable[str], avgdl: float, k1: float, b: float) -> dict[str, float]:
-    """Per-term BM25 term-frequency weights of one document (the IDF is applied by the engine)."""
-    counts = Counter(tokens)
-    length = sum(counts.values())
-    if not counts:
+def bm25_doc_weights(tokens: Iterable[str], avgdl: float, k1: float, b: float, heading_tokens: int = 0,
+                     heading_weight: float = 1.0) -> dict[str, float]:
+    """Per-term BM25 term-frequency weights of one document (the IDF is applied by the engine).
+
+    The first ``heading_tokens`` tokens are the chunk's heading path (a document's title); each of their
+    occurrences adds ``heading_weight`` to the term frequency instead of 1, a one-parameter form of BM25F
+    (Robertson, Zaragoza & Taylor, "Simple BM25 extension to multiple weighted fields", CIKM 2004) with the
+    length normalisation left on the plain token count, so ``avgdl`` does not depend on the weight. At weight
+    1 (the default) heading and text are one field, as before the parameter existed."""
+    tokens = list(tokens)
+    length = len(tokens)
+    if not tokens:
         return {}
+    counts: dict[str, float] = dict(Counter(tokens))
+    if heading_weight != 1.0 and heading_tokens > 0:
+        for term in tokens[:heading_tokens]:
+            counts[term] += heading_weight - 1.0
+        counts = {t: c for t, c in counts.items() if c > 0}
     norm = k1 * (1.0 - b + b * length / max(avgdl, 1e-9))
     return {term: tf * (k1 + 1.0) / (tf + norm) for term, tf in counts.items()}
 
@@ -63,9 +75,10 @@ def to_sparse(weights: dict[str, float]) -> tuple[list[int], list[float]]:
     return indices, [merged[i] for i in indices]
 
 
-def doc_sparse(tokens: Iterable[str], avgdl: float, k1: float, b: float) -> tuple[list[int], list[float]]:
+def doc_sparse(tokens: Iterable[str], avgdl: float, k1: float, b: float, heading_tokens: int = 0,
+               heading_weight: float = 1.0) -> tuple[list[int], list[float]]:
     """One chunk's stored sparse vector: its BM25 term-frequency weights for ``avgdl``."""
-    return to_sparse(bm25_doc_weights(tokens, avgdl, k1, b))
+    return to_sparse(bm25_doc_weights(tokens, avgdl, k1, b, heading_tokens, heading_weight))
 
 
 def average_length(lengths: list[int]) -> float:

@@ -7,6 +7,10 @@ connection per ``RunLog`` guarded by a lock (sqlite3 connections must not be use
 Schema changes go through numbered migration functions (``m001_query_runs``, ``m002_...``), applied by
 :func:`pipeline.storage.sqlite.apply_migrations`; never edit a released migration, add the next one.
 
+``citation_clicks`` (m004) holds one row each time a person opens a source of a run in the app (run id,
+source number, document, chunk, time); :meth:`RunLog.monitor_rows` and :meth:`RunLog.clicks` are what
+``workbench monitor`` reads.
+
 A row keeps the columns a person queries by hand (question, rewritten query, config hash, corpus version,
 gate decision and score, retrieved chunk ids and scores, answer, final confidence and limitations,
 validation counts, per-stage timings, LLM calls, cache hit) and ``trace_json``, the exact
@@ -93,7 +97,45 @@ def m003_created_at_index(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX query_runs_created_at ON query_runs (created_at)")
 
 
-MIGRATIONS = [m001_query_runs, m002_answer_quality, m003_created_at_index]
+_M004_COLUMNS = {
+    "abstained": "INTEGER NOT NULL DEFAULT 0",
+    "fallback": "INTEGER NOT NULL DEFAULT 0",
+    "degradations": "INTEGER NOT NULL DEFAULT 0",
+    "sources": "INTEGER NOT NULL DEFAULT 0",
+    "source_docs_json": "TEXT NOT NULL DEFAULT '[]'",
+    "latency_ms": "REAL NOT NULL DEFAULT 0",
+    "llm_model": "TEXT NOT NULL DEFAULT ''",
+    "prompt_tokens": "INTEGER NOT NULL DEFAULT 0",
+    "completion_tokens": "INTEGER NOT NULL DEFAULT 0",
+}
+
+
+def m004_monitoring(db: sqlite3.Connection) -> None:
+    """What ``workbench monitor`` counts, as columns (backfilled from each row's trace JSON), and the
+    ``citation_clicks`` table: one row each time a person opens a source of a run in the app."""
+    for name, decl in _M004_COLUMNS.items():
+        db.execute(f"ALTER TABLE query_runs ADD COLUMN {name} {decl}")
+    for run_id, trace_json in db.execute("SELECT run_id, trace_json FROM query_runs").fetchall():
+        try:
+            values = _m004_values(Trace.from_json(trace_json))
+        except (TypeError, ValueError):
+            continue  # an unreadable old trace keeps the defaults; the row itself is never lost
+        sets = ", ".join(f"{k}=?" for k in values)
+        db.execute(f"UPDATE query_runs SET {sets} WHERE run_id=?", (*values.values(), run_id))
+    db.execute("""
+        CREATE TABLE citation_clicks (
+            click_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL,
+            source_number INTEGER NOT NULL,
+            doc_id TEXT NOT NULL DEFAULT '',
+            chunk_id TEXT NOT NULL DEFAULT '',
+            clicked_at TEXT NOT NULL
+        )""")
+    db.execute("CREATE INDEX citation_clicks_run_id ON citation_clicks (run_id)")
+    db.execute("CREATE INDEX citation_clicks_clicked_at ON citation_clicks (clicked_at)")
+
+
+MIGRATIONS = [m001_query_runs, m002_answer_quality, m003_created_at_index, m004_monitoring]
 
 
 # -- row values ------------------------------------------------------------------------------------------
@@ -112,13 +154,26 @@ def _m002_values(trace: Trace) -> dict[str, Any]:
             "cache_hit": int(trace.cache_hit)}
 
 
+def _m004_values(trace: Trace) -> dict[str, Any]:
+    gen = trace.generation
+    usage = [a.usage for a in gen.attempts]
+    return {"abstained": int(trace.abstained or trace.gate.decision == "abstain"),
+            "fallback": int(gen.status == "fallback"), "degradations": len(trace.degradations),
+            "sources": len(gen.sources),
+            "source_docs_json": json.dumps(sorted({s.doc_id for s in gen.sources}), ensure_ascii=False),
+            "latency_ms": float(trace.timings_ms.get("total", 0.0)),
+            "llm_model": gen.model if gen.attempts else "",
+            "prompt_tokens": sum(int(u.get("prompt_tokens", 0) or 0) for u in usage),
+            "completion_tokens": sum(int(u.get("completion_tokens", 0) or 0) for u in usage)}
+
+
 def row_values(trace: Trace) -> dict[str, Any]:
     """Every column of one ``query_runs`` row for ``trace``."""
     return {"run_id": trace.run_id, "created_at": trace.created_at, "question": trace.question,
             "rewritten_query": trace.rewrite.query, "config_hash": trace.config_hash,
             "corpus_version": trace.corpus_version, "gate_decision": trace.gate.decision,
             "gate_score": trace.gate.score, "answer": trace.answer, "llm_calls": trace.llm_calls,
-            **_m002_values(trace), "trace_json": trace.to_json()}
+            **_m002_values(trace), **_m004_values(trace), "trace_json": trace.to_json()}
 
 
 @dataclass(frozen=True)
@@ -146,6 +201,12 @@ class RunSummary:
 
 
 _SUMMARY_COLUMNS = [f.name for f in dataclasses.fields(RunSummary)]
+
+
+MONITOR_COLUMNS = ("run_id", "created_at", "question", "gate_decision", "abstained", "fallback", "unsupported",
+                   "cache_hit", "degradations", "sources", "source_docs_json", "latency_ms", "llm_model",
+                   "prompt_tokens", "completion_tokens", "clicked")
+CLICK_COLUMNS = ("click_id", "run_id", "source_number", "doc_id", "chunk_id", "clicked_at")
 
 
 def _summary(row: tuple) -> RunSummary:
@@ -326,6 +387,54 @@ class RunLog(Database):
             # A damaged row still shows what the columns kept, and says why the rest is missing.
             return Trace(question=row[3], answer=row[4], run_id=row[1], created_at=row[2],
                          degradations=(f"stored trace unreadable: {type(exc).__name__}: {exc}",))
+
+    def monitor_rows(self, since: str | None = None, until: str | None = None,
+                     limit: int | None = None) -> list[dict[str, Any]]:
+        """The runs ``workbench monitor`` counts, oldest first: those created in [``since``, ``until``) (ISO UTC
+        timestamps, either open), the most recent ``limit`` of them when given. ``clicked`` is 1 when a person
+        opened at least one of the run's sources."""
+        where, params = [], []
+        if since:
+            where.append("created_at >= ?")
+            params.append(since)
+        if until:
+            where.append("created_at < ?")
+            params.append(until)
+        sql = (f"SELECT {', '.join('q.' + c for c in MONITOR_COLUMNS[:-1])}, EXISTS (SELECT 1 FROM citation_clicks c "
+               "WHERE c.run_id = q.run_id) FROM query_runs q" + (f" WHERE {' AND '.join(where)}" if where else "")
+               + " ORDER BY q.created_at DESC, q.rowid DESC" + (" LIMIT ?" if limit is not None else ""))
+        if limit is not None:
+            params.append(max(0, int(limit)))
+        rows = self._run(lambda db: db.execute(sql, params).fetchall())
+        return [dict(zip(MONITOR_COLUMNS, row, strict=True)) for row in reversed(rows)]
+
+    def record_click(self, run_id: str, source_number: int, doc_id: str = "", chunk_id: str = "",
+                     clicked_at: str | None = None) -> None:
+        """One ``citation_clicks`` row: a person opened source ``[source_number]`` of run ``run_id``."""
+        if not run_id:
+            raise ValueError("a citation click needs the run id of the answer it belongs to")
+
+        def write(db: sqlite3.Connection) -> None:
+            with transaction(db):
+                db.execute("INSERT INTO citation_clicks (run_id, source_number, doc_id, chunk_id, clicked_at) "
+                           "VALUES (?, ?, ?, ?, ?)",
+                           (run_id, int(source_number), doc_id, chunk_id, clicked_at or utc_now()))
+
+        self._run(write)
+
+    def clicks(self, since: str | None = None, until: str | None = None) -> list[dict[str, Any]]:
+        """The citation clicks made in [``since``, ``until``), oldest first."""
+        where, params = [], []
+        if since:
+            where.append("clicked_at >= ?")
+            params.append(since)
+        if until:
+            where.append("clicked_at < ?")
+            params.append(until)
+        sql = (f"SELECT {', '.join(CLICK_COLUMNS)} FROM citation_clicks"
+               + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY clicked_at, click_id")
+        rows = self._run(lambda db: db.execute(sql, params).fetchall())
+        return [dict(zip(CLICK_COLUMNS, row, strict=True)) for row in rows]
 
     def count(self) -> int:
         return int(self._run(lambda db: db.execute("SELECT COUNT(*) FROM query_runs").fetchone()[0]))

@@ -46,9 +46,10 @@ Algorithm, after the answer exists (:func:`run`):
    amber badge), the fabricated markers, the non-claims, encoder calls and latency.
 
 Sources are matched to candidate texts by ``chunk_id``. Status ``skipped`` (with a reason) when generation
-did not run or the answer is the abstention sentence: there is nothing to validate. If the encoder raises or
-returns vectors of the wrong shape, the stage records ``failed`` with the reason and every marked claim
-stays ``unsupported`` (unverified is not supported); it never raises.
+did not run or the answer is the abstention sentence: there is nothing to validate; and when
+``validate.enabled`` is false (the week-one setting, :mod:`workbench.week_one`): the answer is shown with its
+citations unchecked. If the encoder raises or returns vectors of the wrong shape, the stage records ``failed``
+with the reason and every marked claim stays ``unsupported`` (unverified is not supported); it never raises.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ __all__ = ["run", "split_claims", "chunk_passages", "passage_key", "marker_verdi
 MAX_PASSAGES_PER_CHUNK = 64   # a chunk is ~220 words; this only bounds a pathological one
 PASSAGES_VERSION = "1"        # bump when chunk_passages changes, so stored windows are not reused
 CLAIMS_ONLY_BATCH = 64        # claims are all short: one mini-batch pads little
+VALIDATION_OFF = "validation off (validate.enabled=false): the citations were not checked"
 _FULLWIDTH = {0xFF3B: "[", 0xFF3D: "]", 0xFF0C: ",", **{0xFF10 + d: str(d) for d in range(10)}}
 
 # -- validation ---------------------------------------------------------------------------------------
@@ -82,7 +84,7 @@ def run(generation: GenerationTrace, candidates: tuple[Candidate, ...], cfg: Val
     ``ctx.embedder()`` encodes the claims; ``ctx.passages()`` (``Store.passage_vectors`` when a store is
     attached) looks up the chunks' stored validation vectors.
     """
-    skip = _skip_reason(generation)
+    skip = _skip_reason(generation) or ("" if cfg.enabled else VALIDATION_OFF)
     if skip:
         return ValidationTrace(status="skipped", reason=skip, threshold=cfg.claim_threshold)
     embedder, passages = ctx.embedder(), ctx.passages()
@@ -336,7 +338,7 @@ def missing_facts(claim: str, sources: list[str]) -> list[str]:
         if " = " in fact:
             key, value = fact.split(" = ", 1)
             pattern = re.compile(re.escape(key) + r"\s*(?:=|:=|:|\bis\b|\bto\b)?\s*[\"']?" + re.escape(value)
-                                 + r"(?![\w.])")
+                                 + r"(?!\w|\.\w)")
             if not any(pattern.search(p) for p in pool):
                 missing.append(fact)
         elif fact[:1].isdigit():

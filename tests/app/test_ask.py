@@ -28,7 +28,7 @@ def test_an_answer_shows_coloured_markers_and_every_stage(app_env):
     assert [t.label for t in at.tabs][: len(STAGE_TABS)] == list(STAGE_TABS)
     shown = texts_of(at)
     for column in ("dense rank", "keyword rank", "dense contribution", "keyword contribution", "fused score",
-                   "rerank score", "matched terms"):
+                   "rerank score", "matched terms", "RRF score", "dense normalised"):
         assert column in shown, column
     assert "err-timeout-502" in shown
     assert any("Fused score = sum over legs" in m for m in markdown_of(at)), "the fused-scale note is shown"

@@ -345,3 +345,36 @@ def test_issue17_failure_gallery_and_tune_tab(app_url, browser):
             _shot(page, "issue17-failure-gallery.png")
     finally:
         context.close()
+
+
+def test_opening_a_source_records_a_citation_click(app_url, page, real_demo_home):
+    """Issue 18: opening a cited document's sources under Citations lands one citation_clicks row (run id, source
+    number, document, chunk, time) in runs.sqlite, and the Monitor page counts it."""
+    import sqlite3
+
+    _open(page, app_url)
+    _ask(page, "What's the default lifetime of an API token?")
+    runs_db = Path(real_demo_home) / "runs.sqlite"
+    with sqlite3.connect(runs_db) as db:
+        run_id = db.execute("SELECT run_id FROM query_runs WHERE question LIKE 'What''s the default lifetime%' "
+                            "ORDER BY created_at DESC, rowid DESC LIMIT 1").fetchone()[0]
+        before = db.execute("SELECT COUNT(*) FROM citation_clicks WHERE run_id=?", (run_id,)).fetchone()[0]
+    expander = page.get_by_test_id("stExpander").filter(has_text="citing it").first
+    expander.locator("summary").click()
+    expect(expander.get_by_text("chunk ", exact=False).first).to_be_visible(timeout=WAIT_MS)
+    rows = []
+    for _ in range(60):  # the callback runs on the server's next script run
+        with sqlite3.connect(runs_db) as db:
+            rows = db.execute("SELECT source_number, doc_id, chunk_id, clicked_at FROM citation_clicks WHERE run_id=?",
+                              (run_id,)).fetchall()
+        if len(rows) > before:
+            break
+        page.wait_for_timeout(500)
+    assert len(rows) == before + 1
+    number, doc_id, chunk_id, clicked_at = rows[-1]
+    assert number >= 1 and doc_id and chunk_id.startswith(doc_id) and clicked_at.endswith("Z")
+    _shot(page, "issue18-source-opened.png")
+    _open(page, f"{app_url}/monitor")
+    expect(page.get_by_text("Citation click-through").first).to_be_visible(timeout=WAIT_MS)
+    expect(page.get_by_text("Drift alarm").first).to_be_visible()
+    _shot(page, "issue18-monitor-page.png")

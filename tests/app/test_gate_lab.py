@@ -79,3 +79,22 @@ def test_what_if_sliders_show_each_threshold_at_its_precision(app_env):
     scales = next(df.value for df in at.dataframe if "what-if threshold" in df.value.columns)
     assert scales.set_index("scale").loc["fused", "what-if threshold"] == \
         f"{PipelineConfig().gate.confidence_threshold_fused:.5f}"
+
+
+def test_the_learned_rule_shows_its_signals_and_each_terms_contribution(app_env):
+    at = open_app("gate_lab")
+    at.text_input(key="gate.question").set_value("What does ERR_TIMEOUT_502 mean?")
+    at.button(key="gate.search").click().run()
+    at.selectbox(key="gate.whatif.signal").set_value("learned").run()
+    terms = next(df.value for df in at.dataframe if "contribution" in df.value.columns).set_index("term")
+    assert list(terms.index) == ["intercept", "window", "coverage", "critical", "bm25", "dense", "dense_margin",
+                                 "fused_norm"]
+    window = terms.loc["window"]
+    assert abs(window["contribution"] - window["value"] * window["coefficient"]) < 1e-3
+    evidence = next(df.value for df in at.dataframe if "signal" in df.value.columns
+                    and "value" in df.value.columns).set_index("signal")
+    assert evidence.loc["critical terms missing", "value"] == "none"  # the page states ERR_TIMEOUT_502
+    at.slider(key="gate.whatif.learned").set_value(1.0).run()
+    assert _decision(at, "what-if") == "abstain"
+    # the abstention says which case it is, in words, before any number
+    assert "class='wb-gate-case'>The documents cover this topic, but no passage states the answer." in html_of(at)

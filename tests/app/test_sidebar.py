@@ -7,7 +7,7 @@ import json
 from conftest import markdown_of, open_app
 
 from pipeline.config import PipelineConfig, tunables
-from workbench.app.sidebar import widget_key
+from workbench.app.sidebar import LABELS, widget_key
 
 
 def _hash_line(at) -> str:
@@ -127,3 +127,21 @@ def test_the_reranker_note_appears_when_it_is_not_installed(offline_env):
     at = open_app()
     notes = [c.value for c in at.sidebar.caption]
     assert any("Not installed here" in n for n in notes)
+
+
+def test_the_models_panel_says_which_models_are_here_and_what_a_missing_one_changes(app_env):
+    at = open_app()
+    from pipeline.models.inventory import check
+    from workbench.app.models_view import summary
+
+    checks = check(PipelineConfig())
+    panel = next(e for e in at.sidebar.expander if e.label.startswith("Models"))
+    assert panel.label.replace("\\", "") == summary(checks)
+    text = " ".join(m.value for m in panel.markdown) + " ".join(c.value for c in panel.caption)
+    assert "embedder" in text
+    for missing in (c for c in checks if c.status == "missing"):
+        assert missing.without.split(":")[0].split(",")[0] in text.replace("\\", ""), missing.role
+
+
+def test_every_tunable_has_a_human_label_and_no_label_is_stale():
+    assert set(LABELS) == {t.key for t in tunables()}

@@ -25,8 +25,10 @@ def test_defaults_are_the_design_seed_values():
 
 
 def test_the_gate_thresholds_are_marked_provisional():
+    learned = {f"gate.learned_{name}" for name in
+               ("intercept", "window", "coverage", "critical", "bm25", "dense", "dense_margin", "fused_norm")}
     assert set(PROVISIONAL_KEYS) == {"gate.confidence_threshold_rerank", "gate.confidence_threshold_fused",
-                                     "gate.confidence_threshold_dense"}
+                                     "gate.confidence_threshold_dense", "gate.confidence_threshold_learned"} | learned
 
 
 def test_json_round_trip_is_exact_and_the_hash_is_stable():
@@ -86,7 +88,7 @@ def test_every_tunable_is_listed_with_help_for_the_app_sidebar():
     assert "gate.signal" in keys and "rewrite.query_rewrite_history_turns" in keys
     assert all(t.help for t in items)
     signal = next(t for t in items if t.key == "gate.signal")
-    assert signal.type == "choice" and signal.choices == ("auto", "rerank", "fused", "dense", "fused_and_dense")
+    assert signal.type == "choice" and signal.choices == ("auto", "rerank", "fused", "dense", "fused_and_dense", "learned")
 
 
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])

@@ -189,8 +189,27 @@ def test_1100_nested_folders_are_walked_without_a_recursion_error(tmp_path):
         Path("bottom.md").write_text("---\nid: bottom\n---\nFound at the bottom.\n", encoding="utf-8")
     finally:
         os.chdir(here)
-    report, stored, _ = ingest(tmp_path, folder)
-    assert report.problems == () and sorted(stored) == ["bottom", "good-doc"]
+    try:
+        report, stored, _ = ingest(tmp_path, folder)
+        assert report.problems == () and sorted(stored) == ["bottom", "good-doc"]
+    finally:
+        _remove_deep_chain(folder, 1100)  # shutil.rmtree (pytest's tmp cleanup) recurses once per level
+
+
+def _remove_deep_chain(folder: Path, levels: int) -> None:
+    """Remove ``folder/d/d/.../d`` (``levels`` deep) bottom-up without recursion."""
+    here = os.getcwd()
+    try:
+        os.chdir(folder)
+        for _ in range(levels):
+            os.chdir("d")
+        for name in os.listdir("."):
+            os.remove(name)
+        for _ in range(levels):
+            os.chdir("..")
+            os.rmdir("d")
+    finally:
+        os.chdir(here)
 
 
 def test_a_symlink_out_of_the_corpus_folder_is_refused_and_one_inside_is_fine(tmp_path):

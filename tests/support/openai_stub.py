@@ -12,7 +12,10 @@ client, retry and exception-mapping code that runs in production:
 - :class:`CloseConnection` — read the request, then close the socket without any response.
 
 Behaviours are consumed one per request, in order; when the script runs out the ``default`` behaviour
-answers (a plain reply unless configured). Every request is recorded (path, headers, parsed JSON body) so a
+answers (a plain reply unless configured). One stub can also serve several models, each its own way (the
+``model`` field of the request picks): :meth:`OpenAIStub.script_model` queues behaviours for one model, and
+:meth:`OpenAIStub.respond` answers a model's requests with a function of the request (a scripted model that
+reads the prompt); a model's own script comes first, then its responder, then the shared script and default. Every request is recorded (path, headers, parsed JSON body) so a
 test can count retries and assert on the exact prompt that went over the wire.
 
 Usage, as a context manager or through the ``openai_stub`` fixture (import it into a test module)::
@@ -30,6 +33,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -88,6 +92,10 @@ class RecordedRequest:
     body: Any                  # the parsed JSON body, or the raw text when it is not JSON
 
     @property
+    def model(self) -> str:
+        return str(self.body.get("model", "")) if isinstance(self.body, dict) else ""
+
+    @property
     def messages(self) -> list[dict[str, Any]]:
         return list(self.body.get("messages", [])) if isinstance(self.body, dict) else []
 
@@ -116,6 +124,8 @@ class OpenAIStub:
         self.default: Behaviour = default or Reply()
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Behaviour] = deque()
+        self._model_queues: dict[str, deque[Behaviour]] = {}
+        self._responders: dict[str, Callable[[RecordedRequest], Behaviour]] = {}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -126,6 +136,22 @@ class OpenAIStub:
             self._queue.extend(behaviours)
         return self
 
+    def script_model(self, model: str, *behaviours: Behaviour) -> OpenAIStub:
+        """Queue behaviours for requests naming ``model`` (the name as it goes over the wire: litellm's
+        ``openai/gpt-4o`` arrives as ``gpt-4o``)."""
+        with self._lock:
+            self._model_queues.setdefault(model, deque()).extend(behaviours)
+        return self
+
+    def respond(self, model: str, responder: Callable[[RecordedRequest], Behaviour]) -> OpenAIStub:
+        """Answer every request naming ``model`` (once its own script is used up) with ``responder(request)``."""
+        with self._lock:
+            self._responders[model] = responder
+        return self
+
+    def requests_for(self, model: str) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.model == model]
+
     def upcoming(self) -> tuple[Behaviour, ...]:
         """What the next requests will get: the scripted behaviours, then the default."""
         with self._lock:
@@ -134,12 +160,20 @@ class OpenAIStub:
     def reset(self) -> None:
         with self._lock:
             self._queue.clear()
+            self._model_queues.clear()
+            self._responders.clear()
             self.requests.clear()
 
     def _next(self, request: RecordedRequest) -> Behaviour:
         with self._lock:
             self.requests.append(request)
-            return self._queue.popleft() if self._queue else self.default
+            own = self._model_queues.get(request.model)
+            if own:
+                return own.popleft()
+            responder = self._responders.get(request.model)
+            if responder is None:
+                return self._queue.popleft() if self._queue else self.default
+        return responder(request)  # outside the lock: a responder may be slow or read the stub
 
     # lifecycle
     @property

@@ -103,7 +103,7 @@ def test_evaluation_has_one_row_per_case_and_the_design_summary(evaluation, smal
     assert {"retrieve", "validate", "total"} <= set(s["latency_ms"])
     assert s["latency_ms"]["total"]["p95"] >= s["latency_ms"]["total"]["p50"]
     assert s["per_tag"]["off-topic"]["answerable"] == 0 and s["per_tag"]["off-topic"]["cases"] >= 1
-    assert s["stack"]["gate_scales"] == {"fused_and_dense": 25}  # no cross-encoder: auto requires both
+    assert s["stack"]["gate_scales"] == {"learned": 25}  # no cross-encoder: auto uses the learned rule
 
 
 def test_multi_turn_cases_are_asked_with_their_history(evaluation):
@@ -206,7 +206,7 @@ def test_real_stack_retrieves_the_expected_documents_and_a_dense_gate_abstains_o
     sliced = dataclasses.replace(golden, cases=tuple(picked))
     default = evaluate.evaluate(sliced, demo_store_real, real_models, PipelineConfig(), nli=False)
     assert default.summary["recall_at_10"] >= 0.9
-    assert default.summary["stack"]["gate_scales"] == {"fused_and_dense": 18}  # no cross-encoder: auto requires both
+    assert default.summary["stack"]["gate_scales"] == {"learned": 18}  # no cross-encoder: auto uses the learned rule
     assert "unavailable" in default.summary["stack"]["rerank_unavailable_reason"]
     dense = PipelineConfig().with_overrides({"gate.signal": "dense", "gate.confidence_threshold_dense": 0.6749})
     gated = evaluate.evaluate(sliced, demo_store_real, real_models, dense, nli=False)

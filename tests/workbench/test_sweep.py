@@ -15,6 +15,7 @@ import pytest
 from pipeline.config import GateConfig, PipelineConfig
 from pipeline.engine import Pipeline
 from pipeline.gate import rule as gate_rule
+from pipeline.gate import signals as gate_signals
 from pipeline.gate.stage import decide
 from pipeline.testing import fake_models
 from workbench import evaluate, figures, tune
@@ -48,7 +49,8 @@ def scores(dense, answerable, fused=None, rerank=None) -> Scores:
 def answers(s: Scores, rule: str, **thresholds) -> np.ndarray:
     """The rule over the cases, thresholds not given as configured by default."""
     t = {**thresholds_of(GateConfig()), **thresholds}
-    return gate_rule.answers(s.rerank, s.fused, s.dense, rule, t["t_rerank"], t["t_fused"], t["t_dense"])
+    return gate_rule.answers(s.rerank, s.fused, s.dense, rule, t["t_rerank"], t["t_fused"], t["t_dense"],
+                             s.learned, t["t_learned"])
 
 
 def replay_decisions(s: Scores, rule: str, cfg: GateConfig) -> np.ndarray:
@@ -116,10 +118,12 @@ def test_vectorised_decisions_agree_with_gate_replay_on_a_grid(traces):
     for _ in range(30):
         cfg = GateConfig(confidence_threshold_rerank=float(rng.choice(s.rerank[:20])),
                          confidence_threshold_fused=float(rng.choice(s.fused)),
-                         confidence_threshold_dense=float(rng.choice(s.dense)))  # thresholds ON observed scores
-        for rule in ("auto", "fused", "dense", "fused_and_dense"):
+                         confidence_threshold_dense=float(rng.choice(s.dense)),  # thresholds ON observed scores
+                         confidence_threshold_learned=float(rng.choice(s.learned)))
+        for rule in ("auto", "fused", "dense", "fused_and_dense", "learned"):
             fast = answers(s, rule, t_rerank=cfg.confidence_threshold_rerank,
-                           t_fused=cfg.confidence_threshold_fused, t_dense=cfg.confidence_threshold_dense)
+                           t_fused=cfg.confidence_threshold_fused, t_dense=cfg.confidence_threshold_dense,
+                           t_learned=cfg.confidence_threshold_learned)
             assert fast.tolist() == replay_decisions(s, rule, cfg).tolist(), rule
     # the stored gate decision is the default config's replay
     assert answers(s, "auto").tolist() == [t.gate.decision == "answer" for t in ts]
@@ -129,7 +133,12 @@ def test_sweep_report_per_signal_and_grids(traces):
     cases, ts = traces
     s = extract([c.id for c in cases], [c.answerable for c in cases], ts)
     report = sweep(s, GateConfig(), max_far=0.2, grid_size=6)
-    assert set(report["rules"]) == {"rerank", "fused", "dense", "fused_and_dense"}
+    assert set(report["rules"]) == {"rerank", "fused", "dense", "learned", "fused_and_dense"}
+    # every evidence signal alone is measured: windows stored at ingestion for every case, rerank for 20
+    assert set(report["evidence"]) == set(gate_signals.NAMES)
+    assert report["evidence"]["window"]["cases_with_score"] == len(cases)
+    assert report["evidence"]["rerank"]["cases_with_score"] == 20
+    assert 0.0 <= report["evidence"]["coverage"]["roc_auc"] <= 1.0
     assert "replay_check" not in report     # the sweep runs the gate's own rule: nothing left to cross-check
     for name in ("rerank", "fused", "dense"):
         rule = report["rules"][name]

@@ -121,3 +121,28 @@ def test_the_bundled_floors_gate_the_held_out_test_part_and_hold_on_the_committe
         assert measured[key] >= bound, f"floor {key} {bound} is above the measured {measured[key]}"
     for key, bound in gate.ceilings.items():
         assert measured[key] <= bound, f"ceiling {key} {bound} is below the measured {measured[key]}"
+
+
+def test_tune_fit_reports_the_learned_rule_held_out_and_its_settings_reproduce_it(
+        demo_store_fake, split_golden, tmp_path, capsys):
+    assert _tune(demo_store_fake, split_golden, tmp_path / "f", fit=True) == 0
+    report = json.loads(capsys.readouterr().out)
+    fit = report["fit"]
+    assert fit["cases"] == report["cases"] and fit["folds"] == 5
+    assert set(fit["coefficients"]) == {"learned_intercept", "learned_window", "learned_coverage", "learned_critical",
+                                        "learned_bm25", "learned_dense", "learned_dense_margin", "learned_fused_norm"}
+    assert fit["coefficients"]["learned_fused_norm"] == 0.0  # left out of fitting: it moves with rrf_k
+    curve = fit["held_out_curve"]
+    assert len(curve["threshold"]) == len(curve["answer_rate_answerable"]) >= 2
+    assert fit["test"]["cases"] == report["held_out"]["cases"]
+    assert "## Learned rule (`--fit`)" in (tmp_path / "f" / "report.md").read_text(encoding="utf-8")
+    # the printed settings are a config: the gate under them answers the test part at the reported rates
+    cfg = PipelineConfig().with_overrides(["gate.signal=learned", *fit["settings"]])
+    traces = evaluate.read_traces(tmp_path / "f" / "traces.jsonl")
+    split = load_split(split_golden.with_name("golden.split.json"))
+    cases = [c for c in load_golden(split_golden).cases if c.id in set(split.parts["test"])]
+    from pipeline.gate.stage import replay
+
+    answered = [replay(traces[c.id], cfg.gate).decision == "answer" for c in cases]
+    ar = sum(a for a, c in zip(answered, cases, strict=True) if c.answerable) / sum(c.answerable for c in cases)
+    assert ar == pytest.approx(fit["test"]["answer_rate_answerable"], abs=1e-9)

@@ -3,19 +3,20 @@
 The presets are built from the configuration A runs with and from what is installed (:func:`presets`): a
 change that would do nothing (turning off a reranker that is not installed) is not offered, "stricter" and
 "looser" move the thresholds of the rule the gate actually applies, and turning a retrieval leg off scales
-the fused threshold with the fused scale's new ceiling (one leg halves it), saying so in the label."""
+the fused threshold with the fused scale's new ceiling (one leg halves it), saying so in the label. When A is
+tiered (two or more ``generate.tiers``), B can be "cheap only" or "expensive only" (one tier alone)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from pipeline.config import PipelineConfig
+from pipeline.config import PipelineConfig, get_value
 from pipeline.trace import Message, Trace
 from workbench.app import render, thresholds
 from workbench.app.render import esc
 from workbench.app.thresholds import fmt
-from workbench.compare import TraceDiff
+from workbench.compare import TraceDiff, tier_arms
 
 ONLY_BELOW = "only the changes below"
 
@@ -26,7 +27,7 @@ def applied_rule(cfg: PipelineConfig, reranker_available: bool) -> str:
     reranks = reranker_available and cfg.rerank.enabled
     signal = cfg.gate.signal
     if signal == "auto":
-        return "rerank" if reranks else "fused_and_dense"
+        return "rerank" if reranks else "learned"
     if signal == "rerank":
         return "rerank" if reranks else "fused"
     return signal
@@ -36,13 +37,15 @@ def _moved(cfg: PipelineConfig, direction: int) -> dict[str, float]:
     """Each threshold moved towards (+1) or away from (-1) abstaining, within its scale."""
     g, ceiling = cfg.gate, thresholds.fused_ceiling(cfg.retrieve)
     rerank, fused, dense = g.confidence_threshold_rerank, g.confidence_threshold_fused, g.confidence_threshold_dense
-    if direction > 0:  # fused: halfway to the ceiling (first on both legs)
+    learned = g.confidence_threshold_learned
+    if direction > 0:  # fused: halfway to the ceiling (first on both legs); learned: halfway to 1
         return {"rerank": round(min(rerank + 0.15, 0.99), 2),
                 "fused": round(fused + (max(ceiling, fused) - fused) / 2, 5),
-                "dense": round(min(dense + 0.05, 0.99), 3)}
+                "dense": round(min(dense + 0.05, 0.99), 3),
+                "learned": round(learned + (1.0 - learned) / 2, 3)}
     one_leg_first = 1 / (cfg.retrieve.rrf_k + 1)
     return {"rerank": round(max(rerank - 0.15, 0.01), 2), "fused": round(max(fused - one_leg_first / 4, 0.0), 5),
-            "dense": round(max(dense - 0.05, -0.99), 3)}
+            "dense": round(max(dense - 0.05, -0.99), 3), "learned": round(max(learned - 0.15, 0.01), 3)}
 
 
 def _threshold_preset(cfg: PipelineConfig, rule: str, direction: int) -> tuple[str, dict[str, object]]:
@@ -86,6 +89,12 @@ def presets(cfg: PipelineConfig, reranker_available: bool) -> dict[str, dict[str
         for keep in ("dense", "keyword"):
             label, changes = _one_leg(cfg, keep)
             out[label] = changes
+    if len(cfg.generate.tiers) >= 2:  # A is tiered: B answers with one of its tiers alone, same cases
+        for arm, arm_cfg in tier_arms(cfg).items():
+            if arm != "tiered":
+                tier = arm_cfg.generate.tiers[0]
+                out[f"{arm} (tier {cfg.generate.tiers.index(tier) + 1} alone: {tier.label}) instead of tiered"] = {
+                    "generate.tiers": get_value(arm_cfg, "generate.tiers")}
     out[ONLY_BELOW] = {}
     return out
 
@@ -162,7 +171,9 @@ def render_diff(diff: TraceDiff, trace_a: Trace, trace_b: Trace, key: str) -> No
                      f"{diff.backend_a or '–'} / {diff.llm_calls_a} / {diff.confidence_a or '–'}",
                      f"{diff.backend_b or '–'} / {diff.llm_calls_b} / {diff.confidence_b or '–'}",
                      (diff.backend_a, diff.llm_calls_a, diff.confidence_a) !=
-                     (diff.backend_b, diff.llm_calls_b, diff.confidence_b))]))
+                     (diff.backend_b, diff.llm_calls_b, diff.confidence_b)),
+        _change_html("tiers tried / cost", diff.tiers_a or "one generator", diff.tiers_b or "one generator",
+                     diff.tiers_a != diff.tiers_b) if diff.tiers_a or diff.tiers_b else ""]))
     if diff.config_changes:
         st.dataframe(pd.DataFrame([{"setting": c.key, "A": str(c.a), "B": str(c.b)} for c in diff.config_changes]),
                      hide_index=True, key=f"{key}.config")

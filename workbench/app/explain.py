@@ -18,6 +18,8 @@ _FAILED = {
              "{threshold})",
     "fused": "keyword search and meaning search do not agree on a best passage (fused score {score}; answering "
              "needs {threshold}, near the top of both)",
+    "learned": "the evidence signals together give {score} that a passage states the answer; answering needs "
+               "{threshold}",
 }
 
 
@@ -40,6 +42,8 @@ def abstention_headline(trace: Trace) -> str:
         if trace.retrieval.status == "failed":
             return "The search failed, so there is nothing to answer from (details below)."
         return "Nothing in the documents matched this question."
+    if gate.plain_reason:  # the gate's own reading: off-topic, on-topic but unanswered, retracted
+        return gate.plain_reason
     failed = {c.scale for c in gate.conditions if not c.passed}
     if failed & {"dense", "rerank"}:
         return "Nothing in the documents is close enough to this question to answer it."
@@ -62,8 +66,8 @@ def _chunk_score(trace: Trace, chunk_id: str, scale: str) -> float | None:
     candidate = trace.candidate(chunk_id)
     if scale == "rerank":
         return trace.rerank_score(chunk_id)
-    if candidate is None:
-        return None
+    if candidate is None or scale not in ("fused", "dense"):
+        return None  # the learned rule scores the run as a whole, not one chunk
     return candidate.fused_score if scale == "fused" else candidate.dense_score
 
 
@@ -73,10 +77,21 @@ def _share(score: float | None, c: GateCondition) -> float | None:
     return max(score, 0.0) / c.threshold
 
 
+def _learned_share(trace: Trace, chunk_id: str, c: GateCondition) -> float | None:
+    """The learned rule scores the run, not a chunk: the run's probability over its threshold, scaled for each
+    document by its passage's dense cosine relative to the best one (the best passage gets the run's share)."""
+    candidate, best = trace.candidate(chunk_id), trace.gate.best_dense_cosine
+    if candidate is None or c.threshold <= 0:
+        return None
+    relative = 1.0 if not best or best <= 0 else max(candidate.dense_score or 0.0, 0.0) / best
+    return max(c.score, 0.0) / c.threshold * min(relative, 1.0)
+
+
 def closeness(trace: Trace, chunk_id: str) -> float | None:
     """How far ``chunk_id`` got towards answering, as a fraction of the gate's need (1.0 = enough): the
     weakest of the gate's checks, each score over its threshold. None when no check has a score for it."""
-    shares = [_share(_chunk_score(trace, chunk_id, c.scale), c) for c in trace.gate.conditions]
+    shares = [_learned_share(trace, chunk_id, c) if c.scale == "learned"
+              else _share(_chunk_score(trace, chunk_id, c.scale), c) for c in trace.gate.conditions]
     known = [s for s in shares if s is not None]
     return min(known) if known else None
 

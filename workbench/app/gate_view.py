@@ -16,7 +16,7 @@ from workbench.app.thresholds import fmt
 
 TRACE = "gate.trace"
 INPUTS = "gate.inputs"
-SIGNALS = ("auto", "rerank", "fused", "dense", "fused_and_dense")
+SIGNALS = ("auto", "rerank", "fused", "dense", "fused_and_dense", "learned")
 WHATIF = "gate.whatif"
 
 
@@ -50,7 +50,8 @@ def whatif_config(base: GateConfig, key: str = WHATIF) -> GateConfig:
         base, signal=st.session_state[f"{key}.signal"],
         confidence_threshold_rerank=st.session_state[f"{key}.rerank"],
         confidence_threshold_fused=st.session_state[f"{key}.fused"],
-        confidence_threshold_dense=st.session_state[f"{key}.dense"])
+        confidence_threshold_dense=st.session_state[f"{key}.dense"],
+        confidence_threshold_learned=st.session_state[f"{key}.learned"])
 
 
 def _decision_html(label: str, css: str, g) -> str:
@@ -73,7 +74,7 @@ def render_whatif(cfg: PipelineConfig, key: str = WHATIF) -> None:
         # Streamlit drops a widget's value when another page is shown; start again from the run's config.
         st.session_state.setdefault(f"{key}.{name}", value)
     st.selectbox("what-if signal", SIGNALS, key=f"{key}.signal")
-    for column, signal in zip(st.columns(3), thresholds.SIGNALS, strict=True):
+    for column, signal in zip(st.columns(len(thresholds.SIGNALS)), thresholds.SIGNALS, strict=True):
         spec = thresholds.spec(signal, fusion)
         column.slider(f"{signal} threshold", spec.lo, spec.hi, step=spec.step, format=spec.format,
                       key=f"{key}.{signal}", help=spec.help)
@@ -81,6 +82,7 @@ def render_whatif(cfg: PipelineConfig, key: str = WHATIF) -> None:
     replayed = gate.decide(inputs, whatif_config(base, key))
     changed = replayed.decision != original.decision
     st.html(_decision_html("stored run", "stored", original) + _decision_html("what-if", "what-if", replayed)
+            + (f"<div class='wb-gate-case'>{esc(replayed.plain_reason)}</div>" if replayed.plain_reason else "")
             + (f"<div class='wb-gate-flip' style='color:{render.AMBER};font-weight:700'>The decision flips: "
                f"{esc(original.decision)} → {esc(replayed.decision)}</div>" if changed else ""))
     st.plotly_chart(charts.gate_figure(replayed), key=f"{key}.gauge", width="stretch")
@@ -95,12 +97,32 @@ def render_whatif(cfg: PipelineConfig, key: str = WHATIF) -> None:
                      "top chunk": best[0] if best else "–"})
     st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}.scales")
     if not inputs.rerank_ran:
-        st.caption(md(f"No rerank score in this run ({inputs.no_rerank_reason}): auto requires fused AND dense, "
+        st.caption(md(f"No rerank score in this run ({inputs.no_rerank_reason}): auto reads the learned rule, "
                       "rerank falls back to fused alone."))
+    st.markdown("**Evidence signals** (recorded in the trace; `pipeline/gate/signals.py`)")
+    st.dataframe(pd.DataFrame(signal_rows(replayed)), hide_index=True, key=f"{key}.signals")
+    st.markdown("**Learned rule, term by term** (logit = the sum; probability = sigmoid of it)")
+    st.dataframe(pd.DataFrame(contribution_rows(replayed)), hide_index=True, key=f"{key}.contributions")
     if replayed.closest_documents:
         st.caption("Closest documents the what-if abstention would show")
         st.dataframe(pd.DataFrame([{**dataclasses.asdict(d), "score": fmt(d.scale, d.score)}
                                    for d in replayed.closest_documents]), hide_index=True, key=f"{key}.closest")
+
+
+def signal_rows(g) -> list[dict]:
+    """One row per evidence signal of a GateTrace, and the terms the top passages miss."""
+    s = g.signals
+    rows = [{"signal": name, "value": "–" if getattr(s, name) is None else f"{getattr(s, name):.3f}"}
+            for name in ("window", "coverage", "critical", "bm25", "dense", "dense_margin", "fused_norm", "rerank")]
+    rows.append({"signal": "critical terms missing", "value": ", ".join(s.missing_critical) or "none"})
+    rows.append({"signal": "query terms missing", "value": ", ".join(s.missing_terms) or "none"})
+    return rows
+
+
+def contribution_rows(g) -> list[dict]:
+    """The learned rule's logit term by term (coefficient × value), imputed values marked."""
+    return [{"term": c.name, "value": round(c.value, 4), "coefficient": round(c.coefficient, 4),
+             "contribution": round(c.contribution, 4), "imputed": c.imputed} for c in g.contributions]
 
 
 def rate_columns() -> dict:
@@ -109,7 +131,8 @@ def rate_columns() -> dict:
     config = {name: percent(label, format="percent") for name, label in (
         ("answer_rate_answerable", "answered (answerable)"),
         ("false_answer_rate_unanswerable", "false answers (unanswerable)"))}
-    for key_name, signal in (("t_rerank", "rerank"), ("t_fused", "fused"), ("t_dense", "dense")):
+    for key_name, signal in (("t_rerank", "rerank"), ("t_fused", "fused"), ("t_dense", "dense"),
+                             ("t_learned", "learned")):
         config[key_name] = percent(f"{signal} threshold", format=f"%.{thresholds.DIGITS[signal]}f")
     return config
 

@@ -20,6 +20,7 @@ from pipeline.engine import Pipeline, QuestionError
 from pipeline.models.resolve import ModelUnavailable
 from pipeline.storage.store import StoreError
 from workbench.app import resources
+from workbench.app.models_view import render_models
 from workbench.app.render import md
 from workbench.app.sidebar import render_sidebar, state_config
 
@@ -37,6 +38,7 @@ def setup(title: str, caption: str) -> tuple[PipelineConfig, Pipeline]:
     if status.reranker_error:
         notes["rerank.enabled"] = "Not installed here: the gate uses the fused and dense checks instead."
     cfg = render_sidebar(notes)
+    render_models(cfg)
     try:
         pipe = resources.pipeline()
     except USER_ERRORS as exc:

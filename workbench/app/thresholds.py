@@ -4,6 +4,7 @@ The three signals live on different scales, so one widget rule cannot serve them
 
 - ``rerank``: the sigmoid of a cross-encoder logit, in [0, 1]; hundredths matter.
 - ``dense``: a cosine in [-1, 1]; thresholds are tuned to the thousandth (0.595), so steps of 0.005.
+- ``learned``: the learned rule's probability, in [0, 1]; steps of 0.005.
 - ``fused``: a reciprocal-rank-fusion score, ``sum(weight / (k + rank))``, at most
   ``(dense_weight + keyword_weight) / (rrf_k + 1)`` (first on both legs). With k = 60 that ceiling is
   2/61 and "first on one leg, fourth on the other" is 1/61 + 1/64, so thresholds differ in the fourth
@@ -19,11 +20,12 @@ from dataclasses import dataclass
 
 from pipeline.config import GateConfig, PipelineConfig, RetrieveConfig
 
-SIGNALS = ("rerank", "fused", "dense")
+SIGNALS = ("rerank", "fused", "dense", "learned")
 FIELD = {"rerank": "confidence_threshold_rerank", "fused": "confidence_threshold_fused",
-         "dense": "confidence_threshold_dense"}
-DIGITS = {"rerank": 3, "fused": 5, "dense": 3, "fused_and_dense": 5}
-LABEL = {"rerank": "Rerank threshold", "fused": "Fused (RRF) threshold", "dense": "Dense cosine threshold"}
+         "dense": "confidence_threshold_dense", "learned": "confidence_threshold_learned"}
+DIGITS = {"rerank": 3, "fused": 5, "dense": 3, "fused_and_dense": 5, "learned": 3}
+LABEL = {"rerank": "Rerank threshold", "fused": "Fused (RRF) threshold", "dense": "Dense cosine threshold",
+         "learned": "Learned rule threshold"}
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,10 @@ def spec(signal: str, retrieve: RetrieveConfig, current: float | None = None) ->
                      f"highest possible score is {ceiling:.5f} (first on both legs); first on one leg only "
                      f"scores {max(retrieve.dense_weight, retrieve.keyword_weight) / (retrieve.rrf_k + 1):.5f}. "
                      f"It measures whether the two legs agree, not relevance.")
+    elif signal == "learned":
+        lo, hi, step = 0.0, 1.0, 0.005
+        help_text = ("Probability from the learned rule (a logistic model over the evidence signals: sentence-window "
+                     "cosine, term coverage, critical terms, BM25, dense), 0 to 1; does not depend on the fusion k.")
     else:
         raise ValueError(f"no threshold for signal {signal!r}; one of {', '.join(SIGNALS)}")
     if current is not None:

@@ -15,6 +15,7 @@ import json
 import pandas as pd
 import streamlit as st
 
+from pipeline.generation.tiers import cost_text, tiers_line
 from pipeline.trace import Trace
 from workbench.app import charts, render
 from workbench.app.render import esc, fmt, md
@@ -130,6 +131,9 @@ def _candidate_rows(trace: Trace) -> list[dict]:
             "rerank rank": r.rerank_rank if r else None,
             "document": c.doc_id, "title": c.title, "chunk": c.chunk_id,
             "dense contribution": c.dense_contribution, "keyword contribution": c.keyword_contribution,
+            # convex fusion: each leg's score normalised to [0, 1]; the RRF value is what the fused gate rule reads
+            "dense normalised": c.dense_norm, "keyword normalised": c.keyword_norm,
+            "RRF score": c.fused_score if c.rrf_score is None else c.rrf_score,
             "rerank logit": r.logit if r else None,
             "matched terms": ", ".join(f"{m.term} ({m.contribution:.2f} = {m.query_weight:g}×{m.doc_weight:.2f}"
                                        f"×idf {m.idf:.2f})" for m in c.matched_terms),
@@ -142,7 +146,8 @@ def _candidate_rows(trace: Trace) -> list[dict]:
 def _candidate_columns() -> dict:
     number = st.column_config.NumberColumn
     formats = {"fused score": "%.5f", "dense cosine": "%.3f", "BM25": "%.2f", "rerank score": "%.3f",
-               "dense contribution": "%.5f", "keyword contribution": "%.5f", "rerank logit": "%.2f"}
+               "dense contribution": "%.5f", "keyword contribution": "%.5f", "rerank logit": "%.2f",
+               "dense normalised": "%.3f", "keyword normalised": "%.3f", "RRF score": "%.5f"}
     config = {name: number(name, format=f, help=CANDIDATE_HELP.get(name)) for name, f in formats.items()}
     for name in ("rank", "dense rank", "keyword rank"):
         config[name] = number(name, help=CANDIDATE_HELP[name], pinned=name == "rank")
@@ -235,6 +240,16 @@ def _generation(trace: Trace, key: str) -> None:
          ("confidence (reported)", gen.confidence), ("limitations (reported)", gen.limitations),
          ("is abstention", gen.is_abstention), ("LLM calls", gen.llm_calls), ("latency ms", gen.latency_ms),
          ("notes", gen.notes)], f"{key}.kv")
+    if gen.tiers:  # generate.tiers: every tier tried, what it cost, what the validator said, which was kept
+        st.markdown(f"**Tiers** (kept: tier {gen.kept_tier}) · " + md(tiers_line(gen)))
+        st.dataframe(pd.DataFrame([{
+            "tier": a.tier, "backend": a.backend, "model": a.model, "status": a.status, "kept": a.kept,
+            "escalated because": ", ".join(a.escalate_reasons), "prompt tokens": a.prompt_tokens,
+            "completion tokens": a.completion_tokens, "cost": cost_text(a.cost_usd), "LLM calls": a.llm_calls,
+            "latency ms": a.latency_ms, "supported / unsupported / uncited": f"{a.supported} / {a.unsupported} / "
+            f"{a.uncited}", "fabricated markers": ", ".join(f"[{m}]" for m in a.fabricated_markers),
+            "validation": a.validation_status, "fallback reason": a.fallback_reason, "answer": a.answer}
+            for a in gen.tiers]), hide_index=True, key=f"{key}.tiers")
     if gen.sources:
         st.dataframe(pd.DataFrame([dataclasses.asdict(s) for s in gen.sources]), hide_index=True,
                      key=f"{key}.sources")

@@ -51,19 +51,28 @@ def test_auto_reads_the_rerank_scale_when_the_reranker_ran():
     assert g.llm_calls_saved == 0 and g.abstention_message == "" and g.closest_documents == ()
 
 
-def test_auto_requires_fused_and_dense_without_a_rerank_score():
-    cfg = GateConfig(confidence_threshold_fused=0.03, confidence_threshold_dense=0.7)
+def test_auto_reads_the_learned_rule_without_a_rerank_score():
+    g = gate.run(RETRIEVAL, SKIPPED, GateConfig())
+    assert g.scale == "learned" and [c.scale for c in g.conditions] == ["learned"]
+    assert 0.0 <= g.score <= 1.0 and g.threshold == GateConfig().confidence_threshold_learned
+    assert "learned rule decides" in g.reason
+    # the missing cross-encoder is the trace's degradation, stated once there, not repeated in the reason
+    assert "pip install something" not in g.reason
+
+
+def test_fused_and_dense_requires_both():
+    cfg = GateConfig(signal="fused_and_dense", confidence_threshold_fused=0.03, confidence_threshold_dense=0.7)
     g = gate.run(RETRIEVAL, SKIPPED, cfg)
     assert g.scale == "fused_and_dense" and g.decision == "answer"
     assert [(c.scale, c.passed) for c in g.conditions] == [("fused", True), ("dense", True)]
     assert g.conditions[0].score == pytest.approx(1 / 62 + 1 / 63) and g.conditions[1].score == 0.72
-    assert "rerank skipped" in g.reason and "pip install something" in g.reason
     assert g.top_chunk_id == "a#0" and g.top_dense_cosine == 0.61
 
 
 @pytest.mark.parametrize("fused, dense, binding", [(0.033, 0.7, "fused"), (0.03, 0.8, "dense")])
 def test_either_failing_condition_abstains_and_is_the_one_reported(fused, dense, binding):
-    g = gate.run(RETRIEVAL, SKIPPED, GateConfig(confidence_threshold_fused=fused, confidence_threshold_dense=dense))
+    g = gate.run(RETRIEVAL, SKIPPED, GateConfig(signal="fused_and_dense", confidence_threshold_fused=fused,
+                                                confidence_threshold_dense=dense))
     assert g.decision == "abstain" and g.llm_calls_saved == 1 and g.abstention_message == ABSTENTION_MESSAGE
     assert g.scale == "fused_and_dense" and sum(not c.passed for c in g.conditions) == 1
     failed = next(c for c in g.conditions if not c.passed)
@@ -76,18 +85,18 @@ def test_the_seed_fused_threshold_alone_could_never_abstain():
     lone = RetrievalTrace(status="ran", query="q", candidates=(_cand("x#0", "x", 1, 1 / 61, dense_rank=1,
                                                                      dense_score=0.05),))
     assert gate.run(lone, SKIPPED, GateConfig(signal="fused", confidence_threshold_fused=0.015)).decision == "answer"
-    assert gate.run(lone, SKIPPED, GateConfig()).decision == "abstain"
+    assert gate.run(lone, SKIPPED, GateConfig(signal="fused_and_dense")).decision == "abstain"
 
 
 def test_without_dense_hits_the_combined_rule_reads_fused_only():
     keyword_only = RetrievalTrace(status="ran", query="q", candidates=(_cand("b#0", "b", 1, 1 / 61, keyword_rank=1),))
-    g = gate.run(keyword_only, SKIPPED, GateConfig(confidence_threshold_fused=0.016))
+    g = gate.run(keyword_only, SKIPPED, GateConfig(signal="fused_and_dense", confidence_threshold_fused=0.016))
     assert g.scale == "fused" and g.decision == "answer" and "dense leg returned nothing" in g.reason
 
 
 def test_disabled_rerank_also_means_the_offline_rule():
     g = gate.run(RETRIEVAL, RerankTrace(status="disabled", reason="rerank.enabled is false"), GateConfig())
-    assert g.scale == "fused_and_dense" and "rerank disabled" in g.reason
+    assert g.scale == "learned" and "no rerank score" in g.reason
 
 
 def test_signal_rerank_reports_its_fallback():
@@ -135,7 +144,7 @@ def test_abstention_gives_the_fixed_sentence_and_the_closest_distinct_documents(
     assert [(d.doc_id, d.chunk_id, d.score, d.scale) for d in g.closest_documents] == [
         ("a", "a#1", 0.2, "rerank"), ("c", "c#0", 0.1, "rerank")]
     assert g.closest_documents[0].title == "Title of a"
-    g = gate.run(RETRIEVAL, SKIPPED, GateConfig(confidence_threshold_fused=0.05))
+    g = gate.run(RETRIEVAL, SKIPPED, GateConfig(confidence_threshold_learned=1.0))
     assert [d.doc_id for d in g.closest_documents] == ["a", "b", "c"]
     assert all(d.scale == "fused" for d in g.closest_documents)
 

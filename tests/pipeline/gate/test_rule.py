@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from pipeline.config import GateConfig
 from pipeline.gate import rule
-from pipeline.gate.stage import GateInputs, decide, score_arrays
+from pipeline.gate.stage import GateInputs, decide, learned_scores, score_arrays
+from pipeline.trace import EvidenceSignals
 
 NAN = float("nan")
 # scores around the thresholds' own ranges (rerank [0, 1], fused ~[0, 0.033], cosine [-1, 1]), NaN: no score
@@ -20,7 +21,12 @@ SCORE = st.one_of(st.just(NAN), st.floats(-1.0, 1.0), st.sampled_from([0.0, 1 / 
 THRESHOLD = st.one_of(st.floats(-1.0, 1.0), st.sampled_from([0.0, 1 / 61, 0.03201, 0.45, 0.595]))
 
 
-def inputs_of(rerank: float, fused: float, dense: float) -> GateInputs:
+UNIT = st.one_of(st.none(), st.floats(0.0, 1.0))
+EVIDENCE = st.builds(EvidenceSignals, window=UNIT, coverage=UNIT, critical=UNIT, bm25=UNIT, dense=UNIT,
+                     dense_margin=UNIT, fused_norm=UNIT)
+
+
+def inputs_of(rerank: float, fused: float, dense: float, evidence: EvidenceSignals = EvidenceSignals()) -> GateInputs:
     """GateInputs as gate_inputs builds them: a scale with a score is present, NaN means it is absent."""
     def best(chunk_id, score):
         return None if math.isnan(score) else (chunk_id, score)
@@ -28,25 +34,29 @@ def inputs_of(rerank: float, fused: float, dense: float) -> GateInputs:
     return GateInputs(rerank_ran=not math.isnan(rerank), no_rerank_reason="" if not math.isnan(rerank) else "rerank "
                       "skipped", no_retrieval_reason="retrieval found no candidates" if math.isnan(fused) else "",
                       dense_available=not math.isnan(dense), top_chunk_id="" if math.isnan(fused) else "top",
-                      best_rerank=best("r", rerank), best_fused=best("f", fused), best_dense=best("d", dense))
+                      best_rerank=best("r", rerank), best_fused=best("f", fused), best_dense=best("d", dense),
+                      signals=evidence)
 
 
 @settings(max_examples=400, deadline=None)
-@given(scores=st.tuples(SCORE, SCORE, SCORE), data=st.data(), signal=st.sampled_from(rule.SIGNALS))
-def test_decide_answers_exactly_when_the_rule_does(scores, data, signal):
+@given(scores=st.tuples(SCORE, SCORE, SCORE), data=st.data(), signal=st.sampled_from(rule.SIGNALS),
+       evidence=EVIDENCE, t_learned=st.floats(0.0, 1.0))
+def test_decide_answers_exactly_when_the_rule_does(scores, data, signal, evidence, t_learned):
     rerank, fused, dense = scores
     # thresholds anywhere, or exactly on one of the case's scores (the boundary answers)
     on_a_score = st.sampled_from([s for s in scores if not math.isnan(s)] or [0.0])
     t_rerank, t_fused, t_dense = (data.draw(st.one_of(THRESHOLD, on_a_score)) for _ in range(3))
     cfg = GateConfig(signal=signal, confidence_threshold_rerank=t_rerank, confidence_threshold_fused=t_fused,
-                     confidence_threshold_dense=t_dense)
-    inputs = inputs_of(rerank, fused, dense)
-    verdict = rule.answers([rerank], [fused], [dense], signal, t_rerank, t_fused, t_dense)
+                     confidence_threshold_dense=t_dense, confidence_threshold_learned=t_learned)
+    inputs = inputs_of(rerank, fused, dense, evidence)
+    learned = learned_scores([inputs], cfg)
+    verdict = rule.answers([rerank], [fused], [dense], signal, t_rerank, t_fused, t_dense, learned, t_learned)
     assert verdict.shape == (1,)
     g = decide(inputs, cfg)
     assert (g.decision == "answer") == bool(verdict[0])
     # the trace around the verdict agrees with it: the scale is the rule's, an answer passed every condition
-    assert g.scale == rule.scale(signal, not math.isnan(rerank), not math.isnan(dense))
+    assert g.scale == rule.scale(signal, not math.isnan(rerank), not math.isnan(dense), not math.isnan(fused))
+    assert g.signals == evidence
     if g.decision == "answer":
         assert all(c.passed for c in g.conditions) and g.margin >= 0
     elif not math.isnan(fused):
@@ -87,6 +97,9 @@ def test_a_threshold_grid_equals_the_thresholds_one_by_one(signal):
 def test_the_scales_and_their_fallbacks():
     has_rerank, has_dense = np.array([True, True, False, False]), np.array([True, False, True, False])
     assert rule.scale("auto", has_rerank, has_dense).tolist() == ["rerank", "rerank", "fused_and_dense", "fused"]
+    assert rule.scale("auto", has_rerank, has_dense, True).tolist() == ["rerank", "rerank", "learned", "learned"]
+    assert rule.scale("learned", has_rerank, has_dense, [True, False, True, False]).tolist() == [
+        "learned", "fused", "learned", "fused"]
     assert rule.scale("rerank", has_rerank, has_dense).tolist() == ["rerank", "rerank", "fused", "fused"]
     assert rule.scale("fused", has_rerank, has_dense).tolist() == ["fused"] * 4
     assert rule.scale("dense", has_rerank, has_dense).tolist() == ["dense", "fused", "dense", "fused"]
@@ -97,4 +110,20 @@ def test_the_scales_and_their_fallbacks():
 
 def test_no_fused_score_abstains_whatever_the_signal():
     for signal in rule.SIGNALS:
-        assert not rule.answers([0.9], [NAN], [0.9], signal, 0.0, 0.0, 0.0)[0]
+        assert not rule.answers([0.9], [NAN], [0.9], signal, 0.0, 0.0, 0.0, [0.9], 0.0)[0]
+
+
+@pytest.mark.parametrize("signal", ["auto", "learned"])
+def test_a_learned_threshold_grid_equals_the_thresholds_one_by_one(signal):
+    rerank, fused, dense = _cases(60, seed=3)
+    learned = np.random.default_rng(3).random(60)
+    t = np.linspace(0, 1, 9)
+    grid = rule.answers(rerank, fused, dense, signal, 0.45, 0.03, 0.6, learned, t[:, None])
+    for i, tl in enumerate(t):
+        assert np.array_equal(grid[i], rule.answers(rerank, fused, dense, signal, 0.45, 0.03, 0.6, learned, tl))
+    # where the reranker ran, auto reads it; elsewhere it answers exactly when the probability reaches t
+    ran = ~np.isnan(rerank) & ~np.isnan(fused)
+    no_rerank = np.isnan(rerank) & ~np.isnan(fused)
+    if signal == "auto":
+        assert np.array_equal(grid[4][ran], rerank[ran] >= 0.45)
+    assert np.array_equal(grid[4][no_rerank], learned[no_rerank] >= t[4])

@@ -102,10 +102,11 @@ def test_skipped_reranker_sends_the_gate_to_the_offline_rule(demo_store_fake):
     rr = rerank.run("ERR_TIMEOUT_502", ret, cfg.rerank, models, rerank_stop_at(cfg.gate))
     assert rr.status == "skipped" and "not available" in rr.reason
     g = gate.run(ret, rr, cfg.gate)
-    assert g.scale == "fused_and_dense" and [c.scale for c in g.conditions] == ["fused", "dense"]
-    assert g.conditions[0].threshold == cfg.gate.confidence_threshold_fused
+    assert g.scale == "learned" and [c.scale for c in g.conditions] == ["learned"]
+    assert g.conditions[0].threshold == cfg.gate.confidence_threshold_learned
     assert g.top_rerank_score is None
-    assert "rerank skipped" in g.reason
+    # the decision shows each evidence signal's share of the learned rule
+    assert {c.name for c in g.contributions} >= {"window", "coverage", "bm25", "dense"}
 
 
 def test_int8_without_its_onnx_module_is_a_recorded_skip():

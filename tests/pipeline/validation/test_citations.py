@@ -313,6 +313,9 @@ def test_through_the_engine_a_fabricated_an_unsupported_and_a_supported_claim_ar
     ("See https://marlin-help.example/eject for details.", "Ejection is described below.", ["marlin-help.example/eject"]),
     ("The port is 22.", "The metrics port is 9464; SSH uses 2200.", ["22"]),
     ("As the handbook explains (ref 9), retries stop at 2.", "retries stop at 2 [9]", []),
+    # a source sentence that ends right after the value still states it; a longer dotted value does not
+    ("Set cache.ttl = 5 to expire quickly.", "Expiry is short when cache.ttl = 5.", []),
+    ("Set cache.ttl = 5 to expire quickly.", "Expiry is short when cache.ttl = 5.5 here.", ["cache.ttl = 5", "5"]),
 ])
 def test_a_claim_is_checked_for_the_values_a_user_acts_on(claim, source, missing):
     assert citations.missing_facts(claim, [source]) == missing
