@@ -113,6 +113,20 @@ def render(results: dict) -> str:
                      + _transfer(rec, results["max_false_answer_rate"], t["current_on_tune"]["unanswerable"]))
     else:
         lines.append(rec.get("why", ""))
+    f = results.get("fit") or {}
+    if f:
+        cv = f["cross_validated"]
+        lines += ["", f"**Learned rule** (`workbench tune --fit`, fitted on the tune part; the shipped coefficients "
+                  f"{'are' if d['is_tune_recommendation'] else 'are **not**'} this fit): 5-fold cross-validated "
+                  f"within the tune part {_rates(cv)} (held-out ROC-AUC {_num(cv.get('roc_auc'))}); on the held-out "
+                  f"test part **{_rates(f.get('test'))}**; coefficients: "
+                  + ", ".join(f"{k.removeprefix('learned_')} {v:g}" for k, v in f["coefficients"].items())
+                  + f"; threshold {f['threshold']:g}."]
+    evidence = results.get("evidence_on_tune") or {}
+    if evidence:
+        lines += ["", "Each evidence signal alone on the tune part, ROC-AUC: "
+                  + ", ".join(f"{n} {x['roc_auc']:.3f}" for n, x in evidence.items() if x.get("roc_auc") is not None)
+                  + "."]
     lines += ["", f"For comparison only — in-sample, not an estimate: the tune part at the defaults answers "
               f"{_rates(tune_part)}; all {parts['all']['cases']} cases {_rates(parts['all'])}.", ""]
     if results.get("nli_reason"):
@@ -199,11 +213,12 @@ def measure(evaluation, golden, split, cfg) -> dict:
     run = evaluation.run
     by_id = run.by_id()
     rows = run.rows
-    report, _ = tune_report(list(run.cases), by_id, cfg, split=split, max_false_answer_rate=MAX_FALSE_ANSWER_RATE)
+    report, _ = tune_report(list(run.cases), by_id, cfg, split=split, max_false_answer_rate=MAX_FALSE_ANSWER_RATE,
+                            fit_rule=True)
     held = report["held_out"]
     rules = {name: {"keys": list(RULE_KEYS[name]), "best": x["best"], "cross_validated": x["cross_validated"],
                     "test": held["rules"].get(name)} for name, x in report["rules"].items()}
-    scores = extract([c.id for c in run.cases], [c.answerable for c in run.cases], run.traces)
+    scores = extract([c.id for c in run.cases], [c.answerable for c in run.cases], run.traces, cfg.gate)
     label = {i: n for n, group in enumerate(link_groups(run.cases)) for i in group}
     groups = [label[c.id] for c in run.cases]
     cv_all = {name: cross_validate(scores, name, cfg.gate, MAX_FALSE_ANSWER_RATE, groups=groups)
@@ -211,9 +226,12 @@ def measure(evaluation, golden, split, cfg) -> dict:
     rec = report["recommendation"]
     gate = cfg.gate
     shipped = {"t_rerank": gate.confidence_threshold_rerank, "t_fused": gate.confidence_threshold_fused,
-               "t_dense": gate.confidence_threshold_dense}
-    is_rec = bool(rec.get("signal")) and rec["signal"] == gate.signal and all(
-        abs(rec[k] - shipped[k]) < 1e-12 for k in RULE_KEYS[rec["rule"]])
+               "t_dense": gate.confidence_threshold_dense, "t_learned": gate.confidence_threshold_learned}
+    fit = report.get("fit") or {}
+    # the shipped learned rule is the tune part's --fit: the same coefficients and threshold
+    is_rec = gate.signal == "auto" and fit.get("threshold") is not None and \
+        abs(fit["threshold"] - gate.confidence_threshold_learned) < 1e-12 and all(
+            abs(v - getattr(gate, k)) < 1e-9 for k, v in fit["coefficients"].items())
     test_ids = set(split.parts["test"])
     test_rows = [r for r in rows if r.id in test_ids]
     test_traces = [by_id[r.id] for r in test_rows]
@@ -231,11 +249,12 @@ def measure(evaluation, golden, split, cfg) -> dict:
         "test_false_answer_by_tag": {tag: test_summary["per_tag"].get(tag, {}).get("false_answer_rate_unanswerable")
                                      for tag in UNANSWERABLE_TAGS},
         "defaults": {"signal": gate.signal, **shipped, "is_tune_recommendation": is_rec,
-                     "description": f"gate.signal={gate.signal}: without a rerank score fused ≥ "
-                                    f"{gate.confidence_threshold_fused:g} AND dense ≥ "
-                                    f"{gate.confidence_threshold_dense:g}",
+                     "description": f"gate.signal={gate.signal}: without a rerank score the learned rule "
+                                    f"(probability ≥ {gate.confidence_threshold_learned:g})",
                      "test": at_setting(extract([r.id for r in test_rows], [r.answerable for r in test_rows],
-                                                test_traces), gate.signal, {}, gate)},
+                                                test_traces, gate), gate.signal, {}, gate)},
+        "fit": fit,
+        "evidence_on_tune": report.get("evidence", {}),
         "tune": {"recommendation": rec, "rules": rules,
                  "current_on_tune": {**report["current_gate"],
                                      **{k: report[k] for k in ("cases", "answerable", "unanswerable")}},

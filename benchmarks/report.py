@@ -34,15 +34,23 @@ class Section:
 
 SECTIONS = (
     Section("scifact", "scifact", "Retrieval quality: BEIR SciFact", "make bench-quality"),
+    Section("golden_retrieval", "golden_retrieval", "Retrieval hit@k on the demo golden set",
+            "make bench-golden-retrieval"),
     Section("golden_report", "golden", "Golden-set evaluation", ".venv/bin/python -m benchmarks.golden_report"),
+    Section("gate_k", "gate_k", "Gate operating point across the fusion constant k", "make bench-gate-k"),
     Section("correctness_report", "correctness_handcheck", "Answer correctness",
             ".venv/bin/workbench eval golden/golden.jsonl --split all --no-nli --out build/correctness-eval && "
             ".venv/bin/python -m benchmarks.correctness_report --measure build/correctness-eval"),
+    Section("week_one", "week_one", "Week-one citation errors", "make bench-week-one"),
+    Section("tiers", "tiers", "Tiered generation", "make bench-tiers"),
     Section("ood", "ood", "Out-of-domain abstention", ".venv/bin/python -m benchmarks.ood"),
     Section("squad2", "squad2", "Abstention on SQuAD 2.0", "make bench-squad"),
     Section("validation", "validation", "Validation cost", ".venv/bin/python -m benchmarks.validation --threads 1"),
+    Section("late_chunking", "late_chunking", "Passage vectors: late chunking vs separate encoding",
+            "make bench-late-chunking"),
     Section("perf", "perf", "Performance: per-stage latency", "make bench"),
     Section("rerank_tradeoff", "rerank_tradeoff", "Rerank trade-off", "make bench-rerank"),
+    Section("monitor_drift", "monitor_drift", "Drift alarm", "make bench-monitor"),
     Section("app_timings", "app_timings", "App timings", "make bench-app"),
     Section("local_llm_demo", "local_llm_demo", "Local SmolLM2-135M-Instruct on demo questions",
             "make install-local-llm && .venv/bin/python -m benchmarks.local_llm_demo"),

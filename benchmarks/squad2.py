@@ -89,18 +89,31 @@ def to_scores(rows: list[dict]) -> Scores:
         return np.array([np.nan if r[key] is None else r[key] for r in rows], dtype=np.float64)
 
     return Scores(ids=tuple(r["qid"] for r in rows), answerable=np.array([r["answerable"] for r in rows]),
-                  rerank=col("rerank"), fused=col("fused"), dense=col("dense"), inputs=())
+                  rerank=col("rerank"), fused=col("fused"), dense=col("dense"), inputs=(),
+                  learned=col("learned") if rows and "learned" in rows[0] else None)
+
+
+def evidence(rows: list[dict], answerable: np.ndarray) -> dict:
+    """ROC-AUC of each evidence signal alone (pipeline/gate/signals.py), answerable = positive."""
+    out = {}
+    for name in (rows[0].get("signals") or {}) if rows else ():
+        values = np.array([np.nan if r["signals"][name] is None else r["signals"][name] for r in rows], dtype=float)
+        finite = np.isfinite(values)
+        out[name] = None if not finite.any() else {
+            "cases_with_score": int(finite.sum()),
+            "roc_auc": roc_auc(np.where(finite, values, -np.inf), answerable)}
+    return out
 
 
 def analyse(rows: list[dict], cfg, dense_points: tuple[float, ...] = ()) -> dict:
     s = to_scores(rows)
     g = cfg.gate
     defaults = {"t_rerank": g.confidence_threshold_rerank, "t_fused": g.confidence_threshold_fused,
-                "t_dense": g.confidence_threshold_dense}
-    out = {"signals": {}}
-    for name in ("rerank", "fused", "dense"):
+                "t_dense": g.confidence_threshold_dense, "t_learned": g.confidence_threshold_learned}
+    out = {"signals": {}, "evidence": evidence(rows, s.answerable)}
+    for name in ("rerank", "fused", "dense", "learned"):
         values = s.signal(name)
-        if not np.isfinite(values).any():
+        if values is None or not np.isfinite(values).any():
             out["signals"][name] = None
             continue
         rule = "auto" if name == "rerank" else name
@@ -120,9 +133,21 @@ def analyse(rows: list[dict], cfg, dense_points: tuple[float, ...] = ()) -> dict
         ar, far = rates(s.answers("dense", **{**defaults, "t_dense": t}), s.answerable)
         out["dense_at"].append({"t_dense": t, "answer_rate_answerable": float(ar),
                                 "false_answer_rate_unanswerable": float(far)})
+    out["cases"] = _cases(rows)
     answerable = [r for r in rows if r["answerable"]]
     out["own_paragraph_hit_at_10"] = sum(bool(r["hit_at_10"]) for r in answerable) / max(len(answerable), 1)
     out["retrieve_ms_mean"] = float(np.mean([r["retrieve_ms"] for r in rows])) if rows else 0.0
+    return out
+
+
+def _cases(rows: list[dict]) -> dict:
+    """How the gate's abstentions on unanswerable / answerable questions read (off-topic, on-topic, ...)."""
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        if r.get("case"):
+            kind = "unanswerable" if not r["answerable"] else "answerable"
+            out.setdefault(kind, {}).setdefault(r["case"], 0)
+            out[kind][r["case"]] += 1
     return out
 
 
@@ -141,8 +166,13 @@ def render(r: dict) -> str:
              f"as distractors = {r['documents']:,} documents → {r['chunks']:,} chunks (default chunking). Questions: "
              f"{r['questions']:,} of {r['all_questions']:,} dev questions ({r['sample_note']}); {r['answerable']:,} "
              f"answerable, {r['unanswerable']:,} unanswerable, each asked once with the shipped defaults "
-             f"(`gate.signal={g['signal']}`, fused ≥ {g['t_fused']:g}, dense ≥ {g['t_dense']:g}: fitted on the demo "
-             f"golden set's tune part, never on SQuAD) in {r['run_s']:.0f} s (mean retrieval "
+             + (f"(`gate.signal={g['signal']}`: without a cross-encoder the learned rule, probability ≥ "
+                f"{g['t_learned']:g}; " if "t_learned" in g else
+                f"(`gate.signal={g['signal']}`, fused ≥ {g['t_fused']:g}, dense ≥ {g['t_dense']:g}: ")
+             + "fitted on the demo golden set's tune part, never on SQuAD)"
+             + (" through retrieval, rerank and the gate only (`--search-only`: no generation, so no answer "
+                "correctness)" if r.get("search_only") else "")
+             + f" in {r['run_s']:.0f} s (mean retrieval "
              f"{a['retrieve_ms_mean']:.0f} ms). The answerable questions' own paragraph is in the top 10 for "
              f"{_pct(a['own_paragraph_hit_at_10'])}.", "",
              "| signal | ROC-AUC | shipped threshold | answered (answerable) | false answers (unanswerable) | "
@@ -170,7 +200,17 @@ def render(r: dict) -> str:
         lines += [f"| {p['t_dense']:g} | {_pct(p['answer_rate_answerable'])} | "
                   f"{_pct(p['false_answer_rate_unanswerable'])} |" for p in a["dense_at"]]
         lines.append("")
+    if a.get("evidence"):
+        lines += ["Each evidence signal alone (`pipeline/gate/signals.py`), ROC-AUC: "
+                  + ", ".join(f"{n} {x['roc_auc']:.3f}" for n, x in a["evidence"].items() if x) + ".", ""]
+    if a.get("cases"):
+        lines += ["How the gate's abstentions read (`gate.case`): "
+                  + "; ".join(f"{kind}: " + ", ".join(f"{n:,} {c}" for c, n in sorted(counts.items()))
+                              for kind, counts in sorted(a["cases"].items())) + ".", ""]
     o = r["ood"]
+    if r.get("search_only"):
+        lines.append(r["verdict"])
+        return "\n".join(lines) + "\n"
     lines += [f"Answers: of the answered answerable questions, {_pct(o['correct_rate'])} correct, "
               f"{_pct(o['partly_rate'])} partly, {_pct(o['wrong_rate'])} wrong against the gold answers "
               "(`workbench/correctness.py`, best verdict over the gold answers).", ""]
@@ -205,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=SAMPLE, help=f"questions to draw (default {SAMPLE}; 0: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--search-only", action="store_true", help="retrieve, rerank and gate only: the gate's "
+                        "signals and decisions without generation (no answer correctness; much faster)")
     parser.add_argument("--print", action="store_true", help="only print the section from the results file")
     args = parser.parse_args(argv)
     if not args.print:
@@ -226,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{ingest_s:.1f} s", file=sys.stderr)
             t0 = time.perf_counter()
             rows = ask_questions(eval_pipeline(store, models, cfg), chosen, progress=sys.stderr.isatty(),
-                                 desc="squad2")
+                                 desc="squad2", search_only=args.search_only)
             run_s = time.perf_counter() - t0
             chunks = store.chunk_count()
         try:
@@ -240,13 +282,15 @@ def main(argv: list[str] | None = None) -> int:
         results = {
             "meta": meta,
             "reproduce": (f".venv/bin/python -m benchmarks.squad2 --sample {args.sample} --seed {args.seed}"
-                          if sampled else ".venv/bin/python -m benchmarks.squad2 --sample 0"),
+                          if sampled else ".venv/bin/python -m benchmarks.squad2 --sample 0")
+            + (" --search-only" if args.search_only else ""),
+            "search_only": args.search_only,
             "gate_settings": gate_settings(cfg),
             "dev_paragraphs": sum(d.doc_id.startswith("dev-") for d in documents),
             "test_paragraphs": sum(d.doc_id.startswith("test-") for d in documents),
             "documents": len(documents), "chunks": chunks, "questions": len(rows), "all_questions": len(questions),
-            "sample_note": (f"a random sample, seed {args.seed}: asking all of them with generation and correctness "
-                            "scoring does not fit the shared cores' time budget" if sampled else "all of them"),
+            "sample_note": (f"a random sample, seed {args.seed}: asking all of them does not fit the shared cores' "
+                            "time budget" if sampled else "all of them"),
             "answerable": sum(r["answerable"] for r in rows), "unanswerable": sum(not r["answerable"] for r in rows),
             "ingest_s": round(ingest_s, 1), "run_s": round(run_s, 1), "rerank_reason": rerank_reason,
             "analysis": analysis, "verdict": verdict(analysis), "ood": figures(rows)}

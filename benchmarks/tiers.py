@@ -1,0 +1,262 @@
+"""The "Tiered generation" section of BENCHMARKS.md: the golden set answered cheap-only, expensive-only and
+tiered (cheap first, the expensive model only when the validator disagrees), on the same cases.
+
+``python -m benchmarks.tiers [--limit N]`` measures and writes ``benchmarks/results/tiers.json``:
+
+1. ingests ``golden/corpus`` into ``build/tiers-store`` (incremental; its own, so a running golden report or tune
+   does not lock it);
+2. starts an OpenAI-compatible stub on 127.0.0.1 (``tests/support/openai_stub.py``) that serves two models under
+   litellm's names ``openai/gpt-4o-mini`` (cheap) and ``openai/gpt-4o`` (expensive). Their replies are SCRIPTED,
+   not generated: for an answerable case both reply with the golden expected answer, citing the offered source
+   that shares the most words with it, except that on a fixed, hash-chosen share of the cases
+   (:data:`CHEAP_WRONG_SHARE`) the cheap model instead states the first sentence of the offered source that
+   shares the fewest words with the expected answer, citing the best one (a wrong answer, cited wrongly);
+   for an unanswerable case that passed the gate both reply with the abstention sentence. Token counts are the
+   stub's estimate (characters / 4 of the prompt and of the reply), so costs are litellm's list prices
+   (offline price map) applied to estimated tokens;
+3. runs :func:`workbench.evaluate.evaluate` once per arm (:func:`workbench.compare.tier_arms`) with the
+   packaged embedder, NLI off, and compares the arms (:func:`workbench.compare.compare_arms`).
+
+What this measures is the tiering machinery — how many expensive calls the validator saves and whether the kept
+answers are as good — given a cheap model that is wrong in a known share of cases; it says nothing about how
+often a real gpt-4o-mini is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+import time
+
+from benchmarks.results_io import ROOT, load_average, load_results, meta_line, results_path, run_meta, write_results
+
+NAME = "tiers"
+GOLDEN = ROOT / "golden" / "golden.jsonl"
+CORPUS = ROOT / "golden" / "corpus"
+STORE = ROOT / "build" / "tiers-store"
+CHEAP, EXPENSIVE = "openai/gpt-4o-mini", "openai/gpt-4o"
+CHEAP_WRONG_SHARE = 0.3
+CHARS_PER_TOKEN = 4
+_SOURCE = re.compile(r'<source n="(\d+)" fence="[^"]*">\n(.*?)\n</source fence=', re.DOTALL)
+_WORD = re.compile(r"[a-z0-9_.]+")
+
+
+# -- the scripted models (pure) -------------------------------------------------------------------------------
+
+def cheap_is_wrong(case_id: str, share: float = CHEAP_WRONG_SHARE) -> bool:
+    """Whether the scripted cheap model answers ``case_id`` wrongly: a fixed hash of the id, never random."""
+    digest = int(hashlib.sha256(case_id.encode("utf-8")).hexdigest()[:8], 16)
+    return digest / 0xFFFFFFFF < share
+
+
+def offered_sources(prompt: str) -> dict[int, str]:
+    """Source number → body text, from the last user turn of a generation prompt."""
+    out = {}
+    for number, block in _SOURCE.findall(prompt):
+        out[int(number)] = block.split("\n---\n", 1)[-1]
+    return out
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def scripted_reply(case, prompt: str, cheap: bool) -> str:
+    """The JSON reply of the scripted model for ``case`` given the prompt's sources (module docstring)."""
+    from pipeline.generation.prompts import ABSTENTION_MESSAGE
+
+    sources = offered_sources(prompt)
+    if case is None or not case.answerable or not case.expected_answer or not sources:
+        return json.dumps({"answer": ABSTENTION_MESSAGE, "used_source_ids": [], "confidence": "LOW",
+                           "limitations": []})
+    expected = _words(case.expected_answer)
+    ranked = sorted(sources, key=lambda n: (-len(expected & _words(sources[n])), n))
+    best, worst = ranked[0], ranked[-1]
+    text = case.expected_answer.strip()
+    if cheap and cheap_is_wrong(case.id) and worst != best:
+        sentence = re.split(r"(?<=[.!?])\s+", " ".join(sources[worst].split()))[0]
+        text = sentence
+    text = text.rstrip(".") + f" [{best}]."
+    return json.dumps({"answer": text, "used_source_ids": [best], "confidence": "HIGH", "limitations": []})
+
+
+# -- the section (pure) ---------------------------------------------------------------------------------------
+
+def _pct(value) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f} %"
+
+
+def _usd(value, digits: int = 4) -> str:
+    return "unknown" if value is None else f"${value:.{digits}f}"
+
+
+def render(results: dict) -> str:
+    """The BENCHMARKS.md section, from ``benchmarks/results/tiers.json`` alone."""
+    meta, rows, verdict = results["meta"], results["arms"], results["verdict"]
+    by = {r["arm"]: r for r in rows}
+    tiered = by["tiered"]
+    lines = [
+        "## Tiered generation", "",
+        meta_line(meta) + f" Reproduce: `{results['reproduce']}`.", "",
+        f"{results['cases']} golden cases{results['subset_note']}, each answered three ways on the same retrieval "
+        f"and gate: the cheap model alone, the expensive model alone, and tiered (`generate.tiers` = cheap, then "
+        f"expensive; `generate.escalate_on` = {', '.join(results['escalate_on'])}). **The two models are an "
+        f"OpenAI-compatible stub with scripted replies** served under litellm's names `{results['cheap']}` and "
+        f"`{results['expensive']}`: both reply with the golden expected answer citing the best-matching offered "
+        f"source, except that the cheap model answers a fixed, hash-chosen {_pct(results['cheap_wrong_share'])} of "
+        "the answerable cases wrongly (the first sentence of the offered source sharing the fewest words with the "
+        "expected answer, cited to the best one); an unanswerable case that passes the gate gets the abstention "
+        "sentence from both. Costs are litellm's list "
+        "prices (offline price map) on the stub's estimated tokens (characters / 4); the embedder is "
+        f"{results['embedder']}, NLI off. This measures the escalation machinery, not a real model's error rate.",
+        "", "| arm | LLM calls | calls to the expensive model | escalation rate | cost (all cases) | "
+        "cost per answered question | answered (answerable) | claims supported | correct answers |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for arm in ("cheap only", "expensive only", "tiered"):
+        r = by[arm]
+        lines.append(f"| {arm} | {r['llm_calls']} | {r['expensive_calls']} | "
+                     f"{_pct(r['escalation_rate']) if arm == 'tiered' else '—'} | {_usd(r['cost_usd'])} | "
+                     f"{_usd(r['cost_per_answered_usd'], 6)} | {_pct(r['answer_rate_answerable'])} | "
+                     f"{_pct(r['citation_support_rate'])} | {_pct(r['correct_answer_rate'])} |")
+    reasons = results["escalate_reasons"]
+    lines += ["", f"Tiered kept the cheap answer on {tiered['kept_per_tier'].get(results['cheap'], 0)} and the "
+              f"expensive one on {tiered['kept_per_tier'].get(results['expensive'], 0)} of "
+              f"{results['generated']} generated answers; escalations by trigger: "
+              + (", ".join(f"{k} {v}" for k, v in reasons.items()) or "none") + ". "
+              + ("Tiered made **fewer expensive calls** than expensive-only"
+                 if verdict["fewer_expensive_calls"] else "Tiered did **not** make fewer expensive calls")
+              + (" at **no lower correct-answer rate**." if verdict["no_lower_correct_rate"] else
+                 " but its correct-answer rate is **lower**." if verdict["no_lower_correct_rate"] is False
+                 else " (correct-answer rate not scored)."), ""]
+    v = results.get("validator")
+    if v:
+        lines += [f"Of the {v['cheap_wrong']} answerable cases where the scripted cheap model answered wrongly, the "
+                  f"validator sent {v['caught']} on to the expensive model and kept {v['cheap_wrong'] - v['caught']} "
+                  "(a sentence from another retrieved source can reach the claim threshold against the cited one: "
+                  "supported but wrong, which citation checking cannot see). Of the "
+                  f"{v['cheap_right']} it answered right, {v['escalated_anyway']} were sent on anyway (the golden "
+                  "answers paraphrase the documents, and a paraphrase can fall below the threshold). The `abstained` "
+                  "escalations are unanswerable questions that passed the gate: the cheap model's abstention is "
+                  "sent on, and the expensive one abstains too.", ""]
+    return "\n".join(lines)
+
+
+# -- the measurement ----------------------------------------------------------------------------------------
+
+def measure(limit: int | None, progress: bool) -> dict:
+    sys.path.insert(0, str(ROOT))
+    from pipeline.config import PipelineConfig
+    from pipeline.ingestion.ingest import ingest_paths
+    from pipeline.models.registry import default_models
+    from pipeline.storage.store import Store
+    from tests.support.openai_stub import OpenAIStub, RecordedRequest, Reply
+    from workbench.compare import compare_arms, expensive_model, tier_arms, tiering_verdict
+    from workbench.evaluate import evaluate
+    from workbench.golden import load_golden, subset
+
+    golden = load_golden(GOLDEN)
+    cases = subset(golden, limit) if limit else golden
+    by_id = {c.id: c for c in cases.cases}
+    current: dict[str, str] = {"id": ""}
+
+    def on_progress(done: int, total: int, case_id: str) -> None:
+        current["id"] = case_id
+        if progress and done % 25 == 0:
+            print(f"  {done}/{total}", file=sys.stderr)
+
+    def responder(cheap: bool):
+        def reply(request: RecordedRequest) -> Reply:
+            prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
+            last = str(request.messages[-1].get("content", "")) if request.messages else ""
+            content = scripted_reply(by_id.get(current["id"]), last, cheap)
+            return Reply(content, prompt_tokens=len(prompt) // CHARS_PER_TOKEN,
+                         completion_tokens=max(1, len(content) // CHARS_PER_TOKEN), model=request.model)
+        return reply
+
+    models = default_models()
+    summaries, seconds, tiered_run = {}, {}, None
+    with OpenAIStub() as stub, Store.open(STORE) as store:
+        ingest_paths(store, [CORPUS], PipelineConfig(), models, progress=progress)
+        stub.respond(CHEAP.split("/", 1)[1], responder(cheap=True))
+        stub.respond(EXPENSIVE.split("/", 1)[1], responder(cheap=False))
+        base = PipelineConfig().with_overrides({"generate.timeout_s": 30.0, "generate.tiers": json.dumps([
+            {"backend": "litellm", "model": CHEAP, "api_base": stub.api_base},
+            {"backend": "litellm", "model": EXPENSIVE, "api_base": stub.api_base}])})
+        for arm, cfg in tier_arms(base).items():
+            started = time.perf_counter()
+            evaluation = evaluate(cases, store, models, cfg, nli=False, on_progress=on_progress)
+            seconds[arm] = round(time.perf_counter() - started, 1)
+            summaries[arm] = evaluation.summary
+            if arm == "tiered":
+                tiered_run = evaluation.run
+            print(f"{arm}: {len(evaluation.rows)} cases in {seconds[arm]} s", file=sys.stderr)
+    rows = compare_arms(summaries, expensive_model(base))
+    tiered = summaries["tiered"]["tiers"]
+    reasons: dict[str, int] = {}
+    for tier in tiered["per_tier"]:
+        for k, v in tier["escalate_reasons"].items():
+            reasons[k] = reasons.get(k, 0) + v
+    return {
+        "cases": len(cases.cases), "total_cases": len(golden.cases),
+        "subset_note": "" if not limit or limit >= len(golden.cases) else
+        f" (the first {len(cases.cases)} of {len(golden.cases)}: `--limit`)",
+        "cheap": CHEAP, "expensive": EXPENSIVE, "cheap_wrong_share": CHEAP_WRONG_SHARE,
+        "escalate_on": tiered["escalate_on"], "generated": tiered["generated"], "escalate_reasons": reasons,
+        "embedder": summaries["tiered"]["run"]["embedder"], "arms": rows, "verdict": tiering_verdict(rows),
+        "seconds_per_arm": seconds, "tiers_summary": tiered, "validator": validator_catch(tiered_run),
+    }
+
+
+def validator_catch(run) -> dict:
+    """On the tiered arm's generated answerable cases: of the cheap answers the script made wrong, how many the
+    validator sent on; of those it made right, how many it sent on anyway."""
+    wrong = right = caught = needless = 0
+    for case, trace in zip(run.cases, run.traces, strict=True):
+        attempts = trace.generation.tiers
+        if not attempts or not case.answerable or not case.expected_answer:
+            continue
+        escalated = bool(attempts[0].escalate_reasons)
+        if cheap_is_wrong(case.id):
+            wrong, caught = wrong + 1, caught + escalated
+        else:
+            right, needless = right + 1, needless + escalated
+    return {"cheap_wrong": wrong, "caught": caught, "cheap_right": right, "escalated_anyway": needless}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.tiers", description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, default=None, help="only the first N golden cases")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--print", action="store_true", help="only print the section from the results file")
+    args = parser.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        print("--limit must be a positive number of cases", file=sys.stderr)
+        return 2
+    if not args.print:
+        import os
+
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        os.environ.setdefault("OPENAI_API_KEY", "sk-stub")   # the stub ignores it; litellm wants one
+        from pipeline.models.encoders import set_torch_threads
+
+        set_torch_threads(args.threads)
+        meta = run_meta(model=f"stub-scripted {CHEAP} (cheap) and {EXPENSIVE} (expensive); "
+                              "embedder all-MiniLM-L6-v2")
+        started = time.perf_counter()
+        results = {"meta": meta, **measure(args.limit, sys.stderr.isatty())}
+        meta["seconds"] = round(time.perf_counter() - started, 1)
+        meta["load_average_end"] = load_average()
+        results["reproduce"] = ".venv/bin/python -m benchmarks.tiers" + (f" --limit {args.limit}"
+                                                                         if args.limit else "")
+        write_results(NAME, results)
+        print(f"wrote {results_path(NAME)}", file=sys.stderr)
+    print(render(load_results(NAME)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
