@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pipeline.generation.tiers import tiers_line
 from pipeline.trace import Trace
 
 
@@ -54,6 +55,8 @@ def render_answer(trace: Trace) -> str:
     meta += f"; confidence {trace.confidence or '-'}; LLM calls {trace.llm_calls}"
     if trace.cache_hit:
         meta += "; served from the answer cache"
+    if gen.tiers:  # generate.tiers: every tier tried, why it went on, which was kept, and the cost
+        meta += f"\n{tiers_line(gen)}"
     parts.append(meta)
     if trace.limitations:
         parts.append("limitations:\n" + "\n".join(f"  - {lim}" for lim in trace.limitations))

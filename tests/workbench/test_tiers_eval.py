@@ -103,3 +103,17 @@ def test_compare_puts_cheap_only_beside_tiered(stub, demo_store_fake, models):
     assert diff.cost_b < diff.cost_a
     with pytest.raises(ValueError, match="two or more tiers"):
         tier_arms(PipelineConfig())
+
+
+def test_the_terminal_answer_says_which_tiers_were_tried(stub, demo_store_fake, models):
+    from pipeline.engine import Pipeline
+    from workbench.report import render_answer
+
+    cfg = tiered_config(stub).with_overrides({"cache.enabled": False})
+    escalated = render_answer(Pipeline(demo_store_fake, models, cfg, log_runs=False).ask(CASES.cases[0].question))
+    line = next(x for x in escalated.splitlines() if x.startswith("tiers tried: "))
+    assert line.startswith("tiers tried: 1 openai/gpt-4o-mini (escalated: ") and "fabricated" in line
+    assert "→ 2 openai/gpt-4o (kept) · $" in line
+    plain = render_answer(Pipeline(demo_store_fake, models, PipelineConfig(), log_runs=False).ask(
+        CASES.cases[0].question))
+    assert "tiers tried" not in plain
