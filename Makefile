@@ -19,7 +19,7 @@ LOCAL_LLM_STAMP := $(VENV)/.installed-local-llm
 .PHONY: help install install-local-llm app ingest test test-fast gate lint bench bench-rerank bench-quality bench-squad bench-injection reliability tune clean
 
 help: ## list the targets
-	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-15s %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-26s %s\n", $$1, $$2}'
 
 install: $(STAMP) ## create .venv and install the project with test tools (idempotent)
 
@@ -75,7 +75,7 @@ bench-quality: install ## SciFact retrieval quality (nDCG@10, recall@100) -> ben
 	$(BIN)/python -m benchmarks.scifact
 	$(BIN)/python -m benchmarks.report
 
-.PHONY: bench-golden-retrieval bench-late-chunking bench-gate-k bench-week-one bench-tiers bench-monitor
+.PHONY: bench-golden-retrieval bench-late-chunking bench-gate-k bench-abstention-cases bench-week-one bench-tiers bench-monitor
 bench-golden-retrieval: install ## demo golden set hit@k for the retrieval settings chosen on SciFact train -> BENCHMARKS.md
 	$(BIN)/python -m benchmarks.golden_retrieval
 	$(BIN)/python -m benchmarks.report
@@ -86,6 +86,10 @@ bench-late-chunking: install ## passage vectors by late chunking vs a second enc
 
 bench-gate-k: install ## the gate's operating point on the golden test part for retrieve.rrf_k from 10 to 100 -> BENCHMARKS.md
 	$(BIN)/python -m benchmarks.gate_k
+	$(BIN)/python -m benchmarks.report
+
+bench-abstention-cases: install ## does each abstention say the right case (off-topic, on-topic, retracted)? golden test part -> BENCHMARKS.md
+	$(BIN)/python -m benchmarks.abstention_cases
 	$(BIN)/python -m benchmarks.report
 
 bench-week-one: install ## week-one report: how often citations are wrong with the validator off and on (extractive, offline) -> BENCHMARKS.md
