@@ -75,7 +75,7 @@ bench-quality: install ## SciFact retrieval quality (nDCG@10, recall@100) -> ben
 	$(BIN)/python -m benchmarks.scifact
 	$(BIN)/python -m benchmarks.report
 
-.PHONY: bench-golden-retrieval bench-late-chunking bench-gate-k bench-abstention-cases bench-week-one bench-tiers bench-monitor
+.PHONY: bench-golden-retrieval bench-late-chunking bench-gate-k bench-calibrate bench-abstention-cases bench-week-one bench-tiers bench-monitor
 bench-golden-retrieval: install ## demo golden set hit@k for the retrieval settings chosen on SciFact train -> BENCHMARKS.md
 	$(BIN)/python -m benchmarks.golden_retrieval
 	$(BIN)/python -m benchmarks.report
@@ -86,6 +86,10 @@ bench-late-chunking: install ## passage vectors by late chunking vs a second enc
 
 bench-gate-k: install ## the gate's operating point on the golden test part for retrieve.rrf_k from 10 to 100 -> BENCHMARKS.md
 	$(BIN)/python -m benchmarks.gate_k
+	$(BIN)/python -m benchmarks.report
+
+bench-calibrate: install ## label-free gate calibration: its estimate vs the measured false-answer rate on the golden test part and SQuAD 2.0 -> BENCHMARKS.md
+	$(BIN)/python -m benchmarks.calibrate
 	$(BIN)/python -m benchmarks.report
 
 bench-abstention-cases: install ## does each abstention say the right case (off-topic, on-topic, retracted)? golden test part -> BENCHMARKS.md

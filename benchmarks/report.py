@@ -38,6 +38,7 @@ SECTIONS = (
             "make bench-golden-retrieval"),
     Section("golden_report", "golden", "Golden-set evaluation", ".venv/bin/python -m benchmarks.golden_report"),
     Section("gate_k", "gate_k", "Gate operating point across the fusion constant k", "make bench-gate-k"),
+    Section("calibrate", "calibrate", "Label-free gate calibration", "make bench-calibrate"),
     Section("abstention_cases", "abstention_cases", "Abstention cases", "make bench-abstention-cases"),
     Section("correctness_report", "correctness_handcheck", "Answer correctness",
             ".venv/bin/workbench eval golden/golden.jsonl --split all --no-nli --out build/correctness-eval && "

@@ -1,4 +1,4 @@
-"""The ``workbench`` command line: ingest, delete, search, ask, eval, tune, runs, monitor, models.
+"""The ``workbench`` command line: ingest, delete, search, ask, eval, tune, calibrate, runs, monitor, models.
 
 Every command takes ``--store DIR`` (default: ``$WORKBENCH_HOME`` or ``.workbench``); ``--json`` prints
 machine-readable output only. Bad input exits non-zero with one line on stderr — never a traceback (set
@@ -304,6 +304,55 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Label-free calibration (workbench/calibrate.py): pseudo-questions and unanswerable probes written from the
+    corpus, searched once each; where the gate's operating point lands, and the threshold for the target."""
+    from pipeline.models.encoders import set_torch_threads
+    from pipeline.models.registry import default_models
+    from workbench import calibrate
+
+    if args.probes < 10:
+        raise CliError(f"--probes must be at least 10, got {args.probes}")
+    if not 0.0 < args.target < 1.0:
+        raise CliError(f"--target must be a false-answer rate between 0 and 1 (e.g. 0.05), got {args.target:g}")
+    try:
+        weights = calibrate.parse_weights(args.weights) if args.weights else calibrate.WEIGHTS
+    except ValueError as exc:
+        raise CliError(f"--{exc}") from None
+    cfg = load_config(args)
+    set_torch_threads(args.threads)
+    golden = _calibration_golden(args) if args.golden else None
+    with open_store(args, cfg) as store:
+        _require_corpus(store, args)
+        try:
+            result = calibrate.calibrate(store, default_models(), cfg, n=args.probes, seed=args.seed,
+                                         target=args.target, weights=weights)
+        except ValueError as exc:
+            raise CliError(f"calibrate: {exc}") from None
+        measured = calibrate.measure(store, default_models(), cfg, result.estimate, *golden) if golden else None
+    data = calibrate.to_dict(result, measured, with_probes=args.probes_out)
+    _emit(args, data, lambda: _escape_lines(calibrate.report_lines(result, measured)))
+    return 0
+
+
+def _calibration_golden(args: argparse.Namespace):
+    """(the golden cases of the chosen part, a label naming the part) for ``calibrate --golden``; without
+    ``--split``, the test part when a split file is beside the golden file, else every case."""
+    from workbench.golden import find_split, load_golden, select
+
+    golden = load_golden(args.golden)
+    split = find_split(args.golden, None)
+    part = args.split or ("test" if split is not None else "all")
+    chosen = select(golden, split, part)
+    if not chosen.cases:
+        raise CliError(f"{args.golden} has no usable cases in the {part} part")
+    return chosen, f"{Path(args.golden).name}, {part} part ({len(chosen.cases)} cases)"
+
+
+def _escape_lines(lines: list[str]) -> str:
+    return "\n".join(_escape(line) for line in lines)
+
+
 # -- parser ----------------------------------------------------------------------------------------------------
 
 def _common(p: argparse.ArgumentParser, config: bool = True, json_flag: bool = True) -> None:
@@ -380,6 +429,30 @@ def build_parser() -> argparse.ArgumentParser:
                    "5-fold cross-validated, and report its held-out trade-off and settings")
     _common(p)
     p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser("calibrate", help="estimate the gate's operating point on this corpus without labels",
+                       description="Write pseudo-questions (a sentence of a chunk without its answer) and "
+                       "unanswerable probes (off-corpus questions; pseudo-questions with a key term swapped for one "
+                       "the corpus lacks, for one of another document, or for another word of the same passage) from "
+                       "the store's corpus, search each once (no generation), and estimate the answer rate and the "
+                       "false-answer rate at the configured threshold and the threshold that meets --target. With "
+                       "--golden, the same two settings are measured on the labelled cases.")
+    p.add_argument("--probes", type=int, default=200, metavar="N",
+                   help="pseudo-questions to write (default 200); N/2 off-corpus probes and N/4 of each swapped kind")
+    p.add_argument("--seed", type=int, default=0, help="which chunks and words are drawn (default 0)")
+    p.add_argument("--target", type=float, default=0.05, help="false-answer rate to calibrate for (default 0.05)")
+    p.add_argument("--weights", metavar="KIND=W,...", help="how much each unanswerable probe kind weighs in the "
+                   "estimate (off-corpus, swapped-out, swapped-in, swapped-near; kinds not named weigh 0; default "
+                   "off-corpus=0.5,swapped-out=0.25,swapped-in=0.25)")
+    p.add_argument("--golden", metavar="GOLDEN", help="also measure both settings on these labelled cases")
+    p.add_argument("--split", choices=["tune", "test", "all"], default=None,
+                   help="with --golden: the part of its split to measure on (default: test when GOLDEN has a "
+                   "split file beside it, else all)")
+    p.add_argument("--probes-out", action="store_true", help="with --json: include every probe, its score and "
+                   "whether it was answered")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1; 0 = torch's default)")
+    _common(p)
+    p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("runs", help="list query_runs, or show one trace")
     p.add_argument("action", nargs="?", choices=["list", "show"], default="list")

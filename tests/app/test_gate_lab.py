@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from conftest import ask, html_of, open_app
+import numpy as np
+from conftest import ask, html_of, open_app, unmark
 
 from pipeline.config import PipelineConfig
 from workbench.app import resources
@@ -98,3 +99,25 @@ def test_the_learned_rule_shows_its_signals_and_each_terms_contribution(app_env)
     assert _decision(at, "what-if") == "abstain"
     # the abstention says which case it is, in words, before any number
     assert "class='wb-gate-case'>The documents cover this topic, but no passage states the answer." in html_of(at)
+
+
+def test_the_label_free_estimate_shows_beside_the_labelled_curve(app_env):
+    at = open_app("gate_lab")
+    at.number_input(key="gate.golden.calibration.probes").set_value(12).run()
+    at.button(key="gate.golden.calibration.run").click().run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    table = next(df.value for df in at.dataframe if "estimated false answers" in df.value.columns)
+    assert list(table["setting"]) == ["configured", "calibrated for ≤ 5.0 % false answers"]
+    assert table["estimated false answers"].between(0, 1).all() and table["estimated answered"].between(0, 1).all()
+    assert "measured false answers" not in table.columns, "no labels yet: the estimate alone"
+    report = next(c.value for c in at.caption if "rule read:" in unmark(c.value))
+    assert "rule read: rerank" in unmark(report) and "  \n" in report, "one line per figure"
+
+    at.button(key="gate.golden.run").click().run(timeout=300)  # the golden set's labels
+    table = next(df.value for df in at.dataframe if "estimated false answers" in df.value.columns)
+    assert {"measured answered", "measured false answers"} <= set(table.columns)
+    error = table["false answers: estimate − measured (points)"]
+    assert np.allclose(error, 100 * (table["estimated false answers"] - table["measured false answers"]), atol=0.01)
+    points = next(df.value for df in at.dataframe if "label" in df.value.columns)
+    assert {"estimate (configured)", "estimate (calibrated)", "calibrated, measured"} <= set(points["label"])
+    assert any(c.key == "gate.golden.tradeoff" for c in at.get("plotly_chart"))

@@ -158,6 +158,7 @@ def render_golden_tradeoff(cfg: PipelineConfig, pipe, key: str) -> None:
             st.session_state[f"{key}.result"] = result
     evaluation = st.session_state.get("eval.result")
     result = st.session_state.get(f"{key}.result") or (evaluation.run if evaluation is not None else None)
+    calibration = render_calibration(cfg, pipe, f"{key}.calibration", result)
     if result is None:
         st.info("Score the golden set once (or run it on Evaluate & tune); every threshold is then a replay.")
         return
@@ -169,6 +170,55 @@ def render_golden_tradeoff(cfg: PipelineConfig, pipe, key: str) -> None:
     if trace is not None and f"{WHATIF}.signal" in st.session_state:
         what_if = whatif_config((trace.config or cfg).gate)
         points.append(operating_point(result, what_if, f"what-if ({what_if.signal})"))
+    points += calibration
     report = tune_report(result, cfg.gate, max_far=0.05)
     st.plotly_chart(tradeoff(result, report, points), key=f"{key}.tradeoff", width="stretch")
     st.dataframe(pd.DataFrame(points), hide_index=True, key=f"{key}.points", column_config=rate_columns())
+
+
+def render_calibration(cfg: PipelineConfig, pipe, key: str, result) -> list[dict]:
+    """The label-free estimate (:mod:`workbench.calibrate`): probes written from the open corpus, searched once;
+    next to the golden run's measured rates when there is one. Returns the estimate's points for the trade-off
+    chart (empty until it has run)."""
+    from workbench import calibrate
+    from workbench.app import resources
+    from workbench.app.eval_view import progress_bar
+
+    with st.expander("Label-free calibration: where the operating point lands on this corpus, without labels",
+                     expanded=f"{key}.result" in st.session_state):
+        st.caption(md("Pseudo-questions (a sentence of a chunk without its answer) and unanswerable probes "
+                      "(off-corpus questions, and pseudo-questions with a key term swapped for one the corpus lacks, "
+                      "one of another document, or another word of the same passage) are written from the corpus "
+                      "and searched once each; `workbench calibrate` does the same from the command line."))
+        n = st.number_input("pseudo-questions (N/2 off-corpus probes, N/4 of each swapped kind)", min_value=10,
+                            max_value=2000, value=100, step=10, key=f"{key}.probes")
+        target = st.number_input("target false-answer rate", min_value=0.01, max_value=0.5, value=0.05, step=0.01,
+                                 key=f"{key}.target")
+        if st.button("Estimate from the corpus (no labels)", key=f"{key}.run"):
+            bar = progress_bar("probing")
+            try:
+                with resources.eval_threads():
+                    found = calibrate.calibrate(pipe.store, resources.models(), cfg, n=int(n), target=float(target),
+                                                on_progress=lambda done, total: bar(done, total, ""))
+            except ValueError as exc:
+                st.error(md(str(exc)))
+            else:
+                st.session_state[f"{key}.result"] = (found, cfg.config_hash())
+        stored = st.session_state.get(f"{key}.result")
+        if stored is None:
+            return []
+        found, config_hash = stored
+        if config_hash != cfg.config_hash() or found.corpus_version != pipe.store.corpus_version:
+            st.warning("The configuration or the corpus changed since this estimate: run it again.")
+        labelled = result.scores().with_gate(cfg.gate) if result is not None else None
+        table = calibrate.estimate_table(found.estimate, labelled, cfg.gate)
+        st.dataframe(pd.DataFrame(table), hide_index=True, key=f"{key}.table",
+                     column_config={c: st.column_config.NumberColumn(format="%.1f" if "points" in c else "percent")
+                                    for c in table[0] if "answered" in c or "false answers" in c})
+        st.caption("  \n".join(md(line) for line in calibrate.report_lines(found)))  # one line per figure
+        if labelled is None:
+            st.caption("Score the golden set above to see the estimate next to the measured curve.")
+        else:
+            st.caption(f"Measured: the {len(result.cases)} golden cases scored above (every part of the split, not "
+                       "only the held-out test part; `workbench calibrate --golden` measures one part).")
+        return calibrate.chart_points(found.estimate, labelled, cfg.gate)
