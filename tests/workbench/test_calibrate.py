@@ -18,7 +18,8 @@ from pipeline.testing import FakeEmbedder, fake_models
 from pipeline.text.tokenize import tokenize
 from tests.support.stores import ingest_texts
 from workbench import calibrate, sweep
-from workbench.calibrate import PSEUDO, UNANSWERABLE, Corpus, Probe
+from workbench import probes as writing
+from workbench.probes import PSEUDO, UNANSWERABLE, Corpus, Probe
 
 DOCS = {
     "retries.md": "---\nid: retries\ntitle: Retries\n---\n# Retries\n\nHarbor Relay retries a failed delivery up to "
@@ -48,25 +49,25 @@ def test_sentences_skip_headings_code_and_tables_and_keep_identifiers_whole():
     text = ("# Title\n\nThe `delivery.max_retries` key sets the **attempts** per delivery. It defaults to eight.\n\n"
             "```toml\nmax_retries = 8\n```\n\n| key | value |\n|---|---|\n| a | b |\n\n- A list item is one "
             "statement\n- [Read more](https://example.com/x) about ERR_TIMEOUT_502\n")
-    out = calibrate.sentences(text)
+    out = writing.sentences(text)
     assert out == ["The delivery.max_retries key sets the attempts per delivery.", "It defaults to eight.",
                    "A list item is one statement", "Read more about ERR_TIMEOUT_502"]
 
 
 def test_a_pseudo_question_leaves_its_answer_out_and_asks():
     sentence = "Harbor Relay retries a failed delivery up to eight times with exponential backoff and full jitter."
-    made = [calibrate.pseudo_question(sentence, random.Random(seed)) for seed in range(20)]
+    made = [writing.pseudo_question(sentence, random.Random(seed)) for seed in range(20)]
     assert all(m is not None for m in made)
     for question, answer in made:
         assert question.endswith("?") and question.split()[0] in ("What", "Which", "How", "Why")
         assert answer and answer not in question
         kept = [w for w in question[:-1].split()[1:] if tokenize(w)]
-        assert 3 <= len(kept) <= calibrate.MAX_KEPT
+        assert 3 <= len(kept) <= writing.MAX_KEPT
     assert len({q for q, _ in made}) > 5, "different draws ask different questions"
 
 
 def test_a_short_sentence_gives_no_question():
-    assert calibrate.pseudo_question("It works.", random.Random(0)) is None
+    assert writing.pseudo_question("It works.", random.Random(0)) is None
 
 
 @settings(max_examples=200, deadline=None)
@@ -74,13 +75,13 @@ def test_a_short_sentence_gives_no_question():
 def test_probe_writers_never_fail_on_any_text(text, seed):
     rng = random.Random(seed)
     corpus = _corpus({"a": text, "b": "Another document about queues and retries with ERR_X_1 codes."})
-    for sentence in calibrate.sentences(text):
-        made = calibrate.pseudo_question(sentence, rng)
+    for sentence in writing.sentences(text):
+        made = writing.pseudo_question(sentence, rng)
         if made is None:
             continue
         assert made[0].endswith("?")
         for kind in ("swapped-out", "swapped-in", "swapped-near"):
-            probe = calibrate.perturb(made[0], ("a#0", "a", text), kind, corpus, rng)
+            probe = writing.perturb(made[0], ("a#0", "a", text), kind, corpus, rng)
             assert probe is None or (probe[0] != made[0] and " -> " in probe[1])
 
 
@@ -88,7 +89,7 @@ def test_a_swapped_out_term_is_one_the_corpus_never_uses():
     corpus = _corpus(PLAIN)
     question = "Which limit did Version 3.1 raise per project?"
     for seed in range(10):
-        probe, changed = calibrate.perturb(question, ("limits#0", "limits", PLAIN["limits"]), "swapped-out", corpus,
+        probe, changed = writing.perturb(question, ("limits#0", "limits", PLAIN["limits"]), "swapped-out", corpus,
                                            random.Random(seed))
         old, new = changed.split(" -> ")
         assert old == "3.1" and new != "3.1" and new in probe
@@ -97,7 +98,7 @@ def test_a_swapped_out_term_is_one_the_corpus_never_uses():
 
 def test_an_identifier_is_swapped_out_for_a_new_one_with_the_same_parts():
     corpus = _corpus(PLAIN)
-    probe, changed = calibrate.perturb("Why do deliveries fail with ERR_RATE_LIMITED_429 errors?",
+    probe, changed = writing.perturb("Why do deliveries fail with ERR_RATE_LIMITED_429 errors?",
                                        ("limits#0", "limits", PLAIN["limits"]), "swapped-out", corpus, random.Random(0))
     old, new = changed.split(" -> ")
     assert old == "ERR_RATE_LIMITED_429" and new.startswith("ERR_RATE_LIMITED_") and new != old
@@ -108,7 +109,7 @@ def test_a_swapped_in_term_comes_from_another_document_and_never_meets_the_rest_
     corpus = _corpus(PLAIN)
     question = "How many times does Harbor Relay retry a failed delivery with backoff?"
     chunk = ("retries#0", "retries", PLAIN["retries"])
-    made = [calibrate.perturb(question, chunk, "swapped-in", corpus, random.Random(s)) for s in range(10)]
+    made = [writing.perturb(question, chunk, "swapped-in", corpus, random.Random(s)) for s in range(10)]
     made = [m for m in made if m is not None]
     assert made
     for probe, changed in made:
@@ -121,30 +122,30 @@ def test_a_swapped_near_term_comes_from_the_same_chunk_and_no_sentence_states_th
     corpus = _corpus(PLAIN)
     question = "How many times does Harbor Relay retry a failed delivery with backoff?"
     chunk = ("retries#0", "retries", PLAIN["retries"])
-    made = [calibrate.perturb(question, chunk, "swapped-near", corpus, random.Random(s)) for s in range(10)]
+    made = [writing.perturb(question, chunk, "swapped-near", corpus, random.Random(s)) for s in range(10)]
     made = [m for m in made if m is not None]
     assert made
     for probe, changed in made:
         new = changed.split(" -> ")[1]
         assert new in PLAIN["retries"] and new.lower() not in question.lower()
-        assert not any(set(tokenize(probe)) <= set(tokenize(s)) for s in calibrate.sentences(PLAIN["retries"]))
+        assert not any(set(tokenize(probe)) <= set(tokenize(s)) for s in writing.sentences(PLAIN["retries"]))
 
 
 def test_off_corpus_questions_the_corpus_could_answer_are_dropped():
     cooking = {**PLAIN, "eggs": "You should boil an egg for six minutes for a runny yolk; how long depends on its size."}
-    kept = calibrate.off_corpus(_corpus(cooking), len(calibrate.OFF_CORPUS), random.Random(0))
+    kept = writing.off_corpus(_corpus(cooking), len(writing.OFF_CORPUS), random.Random(0))
     questions = {p.query for p in kept}
     assert "How long should I boil an egg for a runny yolk?" not in questions
-    assert len(questions) == len(calibrate.OFF_CORPUS) - 1
+    assert len(questions) == len(writing.OFF_CORPUS) - 1
 
 
 def test_probes_are_seeded_and_of_every_kind(demo_store_fake):
     corpus = calibrate.corpus_of(demo_store_fake)
-    probes = calibrate.make_probes(corpus, 40, seed=3)
-    assert probes == calibrate.make_probes(corpus, 40, seed=3)
-    assert probes != calibrate.make_probes(corpus, 40, seed=4)
+    probes = writing.make_probes(corpus, 40, seed=3)
+    assert probes == writing.make_probes(corpus, 40, seed=3)
+    assert probes != writing.make_probes(corpus, 40, seed=4)
     kinds = {k: sum(p.kind == k for p in probes) for k in calibrate.KINDS}
-    assert kinds == calibrate.counts(40)
+    assert kinds == writing.counts(40)
     live = {c.chunk_id for c in demo_store_fake.chunks() if not c.superseded_by and not c.superseded_reason}
     assert all(p.chunk_id in live for p in probes if p.kind != "off-corpus")
     assert all(p.answerable == (p.kind == PSEUDO) for p in probes)
