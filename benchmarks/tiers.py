@@ -168,11 +168,19 @@ def measure(limit: int | None, progress: bool) -> dict:
         if progress and done % 25 == 0:
             print(f"  {done}/{total}", file=sys.stderr)
 
+    def case_of(user_turn: str):
+        """The case a generation prompt is for: the one whose question the prompt quotes (the evaluation may
+        generate in another order than it reports progress); the case in progress breaks a tie."""
+        quoted = [c for c in cases.cases if c.question.strip() and c.question.strip() in user_turn]
+        if len(quoted) > 1 and current["id"] in {c.id for c in quoted}:
+            return by_id[current["id"]]
+        return max(quoted, key=lambda c: len(c.question), default=by_id.get(current["id"]))
+
     def responder(cheap: bool):
         def reply(request: RecordedRequest) -> Reply:
             prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
             last = str(request.messages[-1].get("content", "")) if request.messages else ""
-            content = scripted_reply(by_id.get(current["id"]), last, cheap)
+            content = scripted_reply(case_of(last), last, cheap)
             return Reply(content, prompt_tokens=len(prompt) // CHARS_PER_TOKEN,
                          completion_tokens=max(1, len(content) // CHARS_PER_TOKEN), model=request.model)
         return reply

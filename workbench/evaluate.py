@@ -10,10 +10,22 @@ Method:
    built for evaluation (:func:`eval_pipeline`): the answer cache is off (``cache.enabled=False``:
    a cached answer would hide the stages being measured) and nothing is written to the user's
    ``runs.sqlite`` (``log_runs=False``). The embedder is wrapped in a per-run memo
-   (:class:`MemoEmbedder`): the validator encodes the passages of every cited chunk, and the same chunks
-   are cited by many cases, so each distinct text is encoded once per run. Vectors are the same ones the
-   model returns (one text's embedding does not depend on its batch), so verdicts do not change; the
-   validate stage's latency is therefore that of a warm memo and is labelled so in the summary.
+   (:class:`~workbench.memo.MemoEmbedder`): the validator encodes the passages of every cited chunk, and the same
+   chunks are cited by many cases, so each distinct text is encoded once per run.
+   **Batched** (the default; ``batch=False`` is the one-at-a-time walk): the cases go through the pipeline's
+   steps (:meth:`~pipeline.engine.Pipeline.begin`, ``retrieve``, ``decide``, ``finish``) in blocks of
+   :data:`workbench.walk.BATCH_CASES`, and what a block's steps will encode (its queries, its answers' claims,
+   the correctness check's texts; each listed by a dry run of the step itself) is encoded ahead in one call per
+   block, in a worker thread that runs beside the next block's retrieval (:mod:`workbench.memo`). The same
+   stages see the same texts; a text's vector batched differs from its vector alone only by float rounding, so
+   every decision, hit and verdict is the same and the gate's scores agree to about 1e-5
+   (``tests/workbench/test_evaluate_batch.py``).
+   The retrieve and validate latencies are then mostly memo lookups, and the summary's note says so.
+   **Reuse** (``evaluate(reuse=earlier)``): a run whose configuration differs from an earlier run's only after
+   retrieval (:func:`pipeline.engine.retrieval_differences`: gate, generation, validation, cache settings) keeps
+   that run's rewrite, retrieval and rerank for each case with the same question and history
+   (:meth:`~pipeline.engine.Pipeline.resume`) and its encoded vectors, and asks only the gate onwards: what the
+   app's Evaluate page does when only a threshold changed.
 3. One row per case (:func:`build_row`) and a summary (:mod:`workbench.summary`): answer rate on answerable,
    false-answer rate on unanswerable, abstention precision/recall, recall@10 (hit: ANY expected document
    in the documents of the top-10 ranked chunks; and the fraction-of-expected variant), MRR@10, citation
@@ -22,7 +34,9 @@ Method:
    correctness verdict against its ``expected_answer`` (:mod:`workbench.correctness`: token recall with exact
    key facts, a semantic match with the evaluation's embedder, NLI entailment when a model resolves), kept
    in the row's ``correctness`` and summarised as ``correct_answer_rate``, ``supported_but_wrong_rate`` and
-   the trust triples.
+   the trust triples. The summary's ``run`` block says how the run went: ``seconds`` (the walk), ``seconds_total``
+   and ``cases_per_s`` (the whole evaluation), ``batched``, ``reused_retrieval``, ``texts_encoded`` and
+   ``encoder_calls``.
 4. **Which cases.** ``--split tune|test|all`` (default ``all``; with ``--check``, the part the floors file names)
    evaluates one part of the golden set's fixed split (:mod:`workbench.golden`: ``golden.split.json`` beside
    the golden file, or ``--split-file``). The summary's ``split`` says which part was measured (``part``,
@@ -43,7 +57,6 @@ import csv
 import dataclasses
 import json
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -52,18 +65,18 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-import numpy as np
-
 from pipeline.config import PipelineConfig
-from pipeline.engine import Pipeline, QuestionError
+from pipeline.engine import Pipeline
 from pipeline.generation.prompts import ABSTENTION_MESSAGE
 from pipeline.models.registry import Models, default_models
 from pipeline.models.resolve import ModelUnavailable
 from pipeline.storage.store import Store
 from pipeline.trace import Trace
 from workbench import floors as floors_mod
-from workbench.correctness import Correctness, score_case
+from workbench import walk
+from workbench.correctness import Correctness, score_case, semantic_match
 from workbench.golden import GoldenCase, GoldenSet, GoldenSplit, find_split, load_golden, select, subset
+from workbench.memo import MemoEmbedder, TextRecorder
 from workbench.metrics import document_ranking, hit_at_k, rate, recall_at_k, reciprocal_rank, round_or_none
 from workbench.nli import nli_support
 from workbench.summary import part_figures, render_summary, summarise
@@ -71,40 +84,12 @@ from workbench.summary import part_figures, render_summary, summarise
 TOP_K = 10
 
 
-class MemoEmbedder:
-    """Wraps an embedder so each distinct text is encoded once per evaluation run."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.dim = inner.dim
-        self.calls = 0
-        self.texts = 0
-        self.encoded = 0
-        self._memo: dict[str, np.ndarray] = {}
-        self._lock = threading.Lock()
-
-    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-        with self._lock:
-            self.calls += 1
-            self.texts += len(texts)
-            missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
-            if missing:
-                vectors = self.inner.encode(missing, batch_size=batch_size) if batch_size else \
-                    self.inner.encode(missing)
-                self._memo.update(zip(missing, np.asarray(vectors, dtype=np.float32), strict=True))
-                self.encoded += len(missing)
-            if not texts:
-                return np.zeros((0, self.dim), dtype=np.float32)
-            return np.vstack([self._memo[t] for t in texts])
-
-
 class EvalModels:
     """The caller's models with the embedder memoised; everything else is delegated unchanged."""
 
-    def __init__(self, inner: Models, cfg: PipelineConfig) -> None:
+    def __init__(self, inner: Models, cfg: PipelineConfig, memo: MemoEmbedder | None = None) -> None:
         self.inner = inner
-        self.memo = MemoEmbedder(inner.embedder(cfg.embedding))
+        self.memo = memo if memo is not None else MemoEmbedder(inner.embedder(cfg.embedding))
 
     def embedder(self, cfg):
         return self.memo
@@ -124,11 +109,11 @@ def eval_config(cfg: PipelineConfig) -> PipelineConfig:
     return cfg.with_overrides({"cache.enabled": False})
 
 
-def eval_pipeline(store: Store, models: Models, cfg: PipelineConfig) -> Pipeline:
+def eval_pipeline(store: Store, models: Models, cfg: PipelineConfig, memo: MemoEmbedder | None = None) -> Pipeline:
     """The pipeline every golden run uses: answer cache off, nothing logged, the embedder memoised
-    (``pipeline.models.memo`` counts what was encoded)."""
+    (``pipeline.models.memo`` counts what was encoded; pass an earlier run's ``memo`` to keep its vectors)."""
     cfg = eval_config(cfg)
-    return Pipeline(store, EvalModels(models, cfg), cfg, log_runs=False)
+    return Pipeline(store, EvalModels(models, cfg, memo), cfg, log_runs=False)
 
 
 # -- rows (pure) --------------------------------------------------------------------------------------------
@@ -219,6 +204,8 @@ class GoldenRun:
     golden_problems: tuple[str, ...] = ()  # bad lines of the golden file
     rejected: tuple[str, ...] = ()         # "case ID (line N): why" for each question the pipeline rejected
     correctness: tuple[Correctness | None, ...] = ()  # per case, when scored (:func:`score_correctness`)
+    batched: bool = False                  # walked in blocks of BATCH_CASES (run_cases(batch=True))
+    reused: int = 0                        # cases whose rewrite, retrieval and rerank came from an earlier run
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -240,24 +227,28 @@ class GoldenRun:
 
 
 def run_cases(golden: GoldenSet | Sequence[GoldenCase], pipeline: Pipeline, *, generate: bool = True,
-              on_progress: Progress | None = None) -> GoldenRun:
-    """Ask (or, ``generate=False``, only search) every case with its history, one at a time; a question the
-    pipeline rejects is recorded in ``rejected`` and skipped. Build ``pipeline`` with :func:`eval_pipeline`."""
+              on_progress: Progress | None = None, batch: bool = True, reuse: GoldenRun | None = None) -> GoldenRun:
+    """Ask (or, ``generate=False``, only search) every case with its history; a question the pipeline rejects is
+    recorded in ``rejected`` and skipped. Build ``pipeline`` with :func:`eval_pipeline`.
+
+    ``batch`` (default): the cases go through the pipeline's steps in blocks, and what a block's steps will encode
+    is encoded ahead in one call (:func:`workbench.walk.walk_batched`; for an asked walk, also the texts the
+    correctness check will encode: :func:`prime_correctness`): the same stages, the same texts and the same model,
+    in fewer and larger calls. ``batch=False`` asks one case at a time (:func:`workbench.walk.walk_one_by_one`),
+    the walk before batching. ``reuse``: an earlier walk of the same cases on the same corpus whose configuration
+    differs from this one only after retrieval (:func:`pipeline.engine.retrieval_differences` is empty); its rewrite,
+    retrieval and rerank stand for this walk's (:meth:`~pipeline.engine.Pipeline.resume`), case by case where the
+    question and history are the same. An earlier walk that does not qualify is ignored. ``on_progress`` is called
+    once per case, in golden order."""
     cases = tuple(golden.cases if isinstance(golden, GoldenSet) else golden)
-    ran, traces, rejected = [], [], []
     started = time.perf_counter()
-    for i, case in enumerate(cases):
-        if on_progress is not None:
-            on_progress(i, len(cases), case.id)
-        history = [{"role": m.role, "content": m.content} for m in case.history]
-        try:
-            trace = (pipeline.ask(case.question, history) if generate
-                     else pipeline.search(case.question, history=history))
-        except QuestionError as exc:
-            rejected.append(f"case {case.id} (line {case.line}): {exc}")
-            continue
-        ran.append(case)
-        traces.append(trace)
+    earlier = walk.reusable(reuse.cases, reuse.traces, pipeline) if reuse is not None else {}
+    if batch:
+        memo = getattr(pipeline.models, "memo", None)
+        after = (lambda finished: prime_correctness(finished, memo, wait=False)) if memo and generate else None
+        ran, traces, rejected, reused = walk.walk_batched(cases, pipeline, generate, on_progress, earlier, after)
+    else:
+        ran, traces, rejected, reused = walk.walk_one_by_one(cases, pipeline, generate, on_progress, earlier)
     if on_progress is not None:
         on_progress(len(cases), len(cases), "")
     return GoldenRun(cases=tuple(ran), traces=tuple(traces), generated=generate,
@@ -265,7 +256,17 @@ def run_cases(golden: GoldenSet | Sequence[GoldenCase], pipeline: Pipeline, *, g
                      config_hash=pipeline.cfg.config_hash(), corpus_version=pipeline.store.corpus_version,
                      seconds=time.perf_counter() - started,
                      golden_problems=tuple(golden.problems) if isinstance(golden, GoldenSet) else (),
-                     rejected=tuple(rejected))
+                     rejected=tuple(rejected), batched=batch, reused=reused)
+
+
+def prime_correctness(finished: Sequence[tuple[GoldenCase, Trace]], memo: MemoEmbedder, wait: bool = True) -> int:
+    """Encode, in one call, what the correctness check's semantic match will encode for these finished cases
+    (:func:`score_correctness` scores an answered, answerable case that has an expected answer)."""
+    recorder = TextRecorder(memo.name, memo.dim)
+    for case, trace in finished:
+        if not abstained_by(trace) and case.answerable and case.expected_answer:
+            semantic_match(case.expected_answer, trace.answer, recorder)
+    return memo.prime(recorder.recorded, wait=wait)
 
 
 def tqdm_progress(desc: str) -> Progress:
@@ -290,9 +291,11 @@ def tqdm_progress(desc: str) -> Progress:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """A :class:`GoldenRun` that asked every case, measured: one row per case and the summary."""
+    """A :class:`GoldenRun` that asked every case, measured: one row per case and the summary; ``memo`` holds the
+    vectors it encoded, for a later evaluation that reuses this one (``evaluate(reuse=...)``)."""
     run: GoldenRun
     summary: dict
+    memo: MemoEmbedder | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def cases(self) -> tuple[GoldenCase, ...]:
@@ -344,15 +347,22 @@ def per_split(rows: Sequence[EvalRow], split: GoldenSplit) -> dict:
 
 def evaluate(golden: GoldenSet, store: Store, models: Models, cfg: PipelineConfig, *, nli: bool = True,
              progress: bool = False, on_progress: Progress | None = None, split: GoldenSplit | None = None,
-             part: str = "all") -> Evaluation:
+             part: str = "all", batch: bool = True, reuse: Evaluation | GoldenRun | None = None) -> Evaluation:
     """Run the golden set through the pipeline and measure it (the module docstring says how). ``progress``
     draws tqdm bars on stderr (the cases and the NLI check); ``on_progress`` replaces the cases' bar.
     ``golden`` holds the cases to run (:func:`workbench.golden.select` picks a part); ``split`` and ``part``
-    label the summary (and, for ``part="all"``, add the per-part figures)."""
-    pipeline = eval_pipeline(store, models, cfg)
+    label the summary (and, for ``part="all"``, add the per-part figures). ``batch`` and ``reuse``: see
+    :func:`run_cases` (``batch=False`` is the one-at-a-time walk, kept for comparison); the summary's ``run`` block
+    says which walk ran, how many cases reused an earlier retrieval, and the cases per second of the whole call."""
+    started = time.perf_counter()
+    pipeline = eval_pipeline(store, models, cfg, memo=shared_memo(reuse, eval_config(cfg)))
     memo = pipeline.models.memo
+    before = memo.counts()
+    walk = {} if batch else {"batch": False}   # only what differs from run_cases' defaults
+    if reuse is not None:
+        walk["reuse"] = reuse.run if isinstance(reuse, Evaluation) else reuse
     run = run_cases(golden, pipeline, generate=True,
-                    on_progress=on_progress or (tqdm_progress("eval") if progress else None))
+                    on_progress=on_progress or (tqdm_progress("eval") if progress else None), **walk)
     nli_block = nli_support(run.traces, models, pipeline.cfg.validate.nli_model, progress) if nli else \
         {"status": "off", "model": pipeline.cfg.validate.nli_model, "reason": "--no-nli", "support_rate": None,
          "agreement": None}
@@ -363,14 +373,42 @@ def evaluate(golden: GoldenSet, store: Store, models: Models, cfg: PipelineConfi
     summary["run"] = {"golden": golden.path, "cases": len(run.rows), "seconds": round(run.seconds, 1),
                       "seconds_per_case": round(run.seconds / max(len(run.rows), 1), 3),
                       "config_hash": run.config_hash, "corpus_version": run.corpus_version,
-                      "embedder": memo.name, "texts_encoded": memo.encoded, "texts_requested": memo.texts,
-                      "golden_problems": list(run.problems)}
+                      "embedder": memo.name, "golden_problems": list(run.problems)}
+    done = memo.counts()
+    summary["run"] |= {"texts_encoded": done["encoded"] - before["encoded"],
+                       "texts_requested": done["texts"] - before["texts"],
+                       "encoder_calls": done["batches"] - before["batches"], "batched": run.batched,
+                       "reused_retrieval": run.reused}
+    summary["latency_note"] += latency_note(run)
     summary["split"] = split_block(part, split, len(run.rows))
     if pipeline.cfg.generate.tiers:
         summary["tiers"] = tier_summary(run.rows, run.traces, pipeline.cfg)
     if split is not None and part == "all":
         summary["per_split"] = per_split(run.rows, split)
-    return Evaluation(run=run, summary=summary)
+    total = time.perf_counter() - started
+    summary["run"] |= {"seconds_total": round(total, 1), "cases_per_s": round(len(run.rows) / max(total, 1e-9), 2)}
+    return Evaluation(run=run, summary=summary, memo=memo)
+
+
+def latency_note(run: GoldenRun) -> str:
+    """What the batched walk and reuse change in the per-stage latencies (appended to the summary's note)."""
+    note = ""
+    if run.batched:
+        note += ("; the walk was batched: the queries and claims were encoded ahead for blocks of cases, so "
+                 "retrieve's and validate's latencies are mostly lookups")
+    if run.reused:
+        note += (f"; {run.reused} cases reused an earlier run's retrieval, so their rewrite, retrieve and rerank "
+                 "latencies are that run's")
+    return note
+
+
+def shared_memo(reuse: Evaluation | GoldenRun | None, cfg: PipelineConfig) -> MemoEmbedder | None:
+    """The earlier evaluation's embedding memo when its every trace was made with ``cfg``'s embedding settings
+    (a text's vector is then the same), so a re-run encodes only texts the earlier one did not; else None."""
+    if not isinstance(reuse, Evaluation) or reuse.memo is None or not reuse.traces:
+        return None
+    same = all(t.config is not None and t.config.embedding == cfg.embedding for t in reuse.traces)
+    return reuse.memo if same else None
 
 
 # -- tiered generation (generate.tiers) ---------------------------------------------------------------------
@@ -492,11 +530,12 @@ def _missing_expected(golden: GoldenSet, store: Store) -> list[str]:
 def run_eval(golden: str | Path, cfg: PipelineConfig, *, open_store: StoreOpener, models: Models | None = None,
              check: str | Path | None = None, out: str | Path | None = None, csv_path: str | Path | None = None,
              limit: int | None = None, nli: bool = True, json_output: bool = False, progress: bool = False,
-             split: str | None = None, split_file: str | Path | None = None) -> int:
+             split: str | None = None, split_file: str | Path | None = None, batch: bool = True) -> int:
     """``workbench eval`` (``workbench.cli`` parses the flags): 0 passed, 1 the deploy gate failed, 2 bad input
     (bad golden lines included). ``open_store()`` gives the store as a context manager (the CLI's says "ingest
     first" when it is empty); ``models`` defaults to the process-wide ones. ``split``: the part to evaluate
-    (``None``: the floors file's part when checking, else ``all``)."""
+    (``None``: the floors file's part when checking, else ``all``). ``batch=False``: one case at a time (the walk
+    before batching; the rows are the same)."""
     full = load_golden(golden)
     gate = floors_mod.load_floors(check, full.tags) if check else None
     if gate is not None and gate.split is not None and split is not None and split != gate.split:
@@ -514,7 +553,7 @@ def run_eval(golden: str | Path, cfg: PipelineConfig, *, open_store: StoreOpener
             print(f"note: {len(missing)} expected documents are not in the store {store.home}: "
                   f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}", file=sys.stderr)
         evaluation = evaluate(golden_set, store, models or default_models(), cfg, nli=nli, progress=progress,
-                              split=golden_split, part=part)
+                              split=golden_split, part=part, batch=batch)
     for problem in evaluation.run.rejected:
         print(f"problem: {problem}", file=sys.stderr)
     if out:
@@ -529,7 +568,7 @@ def run_eval(golden: str | Path, cfg: PipelineConfig, *, open_store: StoreOpener
             print(render_tiers(evaluation.summary["tiers"]))
     run = evaluation.summary["run"]
     where = "" if part == "all" else f" of the {part} part ({golden_split.path})"
-    print(f"evaluated {run['cases']} cases{where} in {run['seconds']:.1f} s"
+    print(f"evaluated {run['cases']} cases{where} in {run['seconds_total']:.1f} s ({run['cases_per_s']:.1f} cases/s)"
           + (f"; traces, summary and rows in {out}" if out else ""), file=sys.stderr)
     status = 0
     if gate is not None:

@@ -213,6 +213,18 @@ def _fmt(value) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+def speed_line(run: dict) -> str:
+    """The evaluation's speed from the summary's ``run`` block: cases per second over the whole evaluation, how the
+    cases were walked, and how many reused an earlier run's retrieval ("" for a summary without it)."""
+    if run.get("cases_per_s") is None:
+        return ""
+    walk = "batched" if run.get("batched") else "one case at a time"
+    reused = f", retrieval of {run['reused_retrieval']} cases reused" if run.get("reused_retrieval") else ""
+    return (f"speed: {run['cases_per_s']:.1f} cases/s ({run.get('cases', 0)} cases in "
+            f"{run.get('seconds_total', 0):.1f} s, {walk}{reused}; {run.get('texts_encoded', 0)} texts encoded in "
+            f"{run.get('encoder_calls', 0)} calls)")
+
+
 def render_summary(summary: dict) -> str:
     """A plain-text table for the terminal."""
     split = summary.get("split") or {}
@@ -240,6 +252,9 @@ def render_summary(summary: dict) -> str:
                      f"NLI {judged['nli']}" + (f" ({judged['nli_model']})" if judged["nli"] == "ran" else ""))
     lat = summary.get("latency_ms", {})
     lines.append("latency ms (p50/p95): " + ", ".join(f"{s} {v['p50']:.0f}/{v['p95']:.0f}" for s, v in lat.items()))
+    speed = speed_line(summary.get("run") or {})
+    if speed:
+        lines.append(speed)
     tags = summary.get("per_tag", {})
     if tags:
         lines.append(f"\n{'tag':<22} {'cases':>5} {'answer@ans':>10} {'false@unans':>11} {'recall@10':>9} {'mrr':>6}")

@@ -194,3 +194,40 @@ def test_what_a_golden_run_is_keyed_on():
     assert run_key(str(DEFAULT_GOLDEN), 10, cfg, pipe) != key
     assert run_key(str(DEFAULT_GOLDEN), 0, cfg.with_overrides({"gate.confidence_threshold_dense": 0.9}), pipe) != key
     assert run_key(str(DEFAULT_GOLDEN), 0, cfg, SimpleNamespace(store=SimpleNamespace(corpus_version=4))) != key
+
+
+# -- issue 19: batched evaluation; a new gate threshold re-runs from the earlier retrieval ---------------------------
+
+def test_a_new_gate_threshold_reruns_from_the_earlier_retrieval_with_the_fresh_runs_rows(app_env, tmp_path):
+    from workbench.app.sidebar import widget_key
+
+    at = _run(open_app("evaluate"), 30)
+    first = at.session_state["eval.result"]
+    assert first.summary["run"]["batched"] and first.summary["run"]["cases_per_s"] > 0
+    assert any("cases/s" in unmark(c.value) for c in at.caption), "the page says how fast it went"
+    at.sidebar.number_input(key=widget_key("gate.confidence_threshold_rerank")).set_value(0.9).run()
+    at.button(key="eval.run").click().run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    second = at.session_state["eval.result"]
+    assert second is not first and second.summary["run"]["reused_retrieval"] == 30
+    assert any("retrieval of 30 cases reused" in unmark(c.value) for c in at.caption)
+    stricter = PipelineConfig().with_overrides({"gate.confidence_threshold_rerank": 0.9})
+    status = evaluate.run_eval(DEFAULT_GOLDEN, stricter, open_store=lambda: nullcontext(resources.store()),
+                               models=fake_models(), limit=30, nli=False, out=tmp_path / "cli")
+    cli = json.loads((tmp_path / "cli" / "eval.json").read_text(encoding="utf-8"))
+    assert status == 0 and _rows([r.to_dict() for r in second.rows]) == _rows(cli["rows"]), \
+        "the reused run's rows are a fresh run's rows"
+    assert cli["summary"]["run"]["reused_retrieval"] == 0
+
+
+def test_run_it_again_anyway_reuses_nothing(app_env):
+    from workbench.app.sidebar import widget_key
+
+    at = _run(open_app("evaluate"), 10)
+    at.sidebar.number_input(key=widget_key("gate.confidence_threshold_rerank")).set_value(0.9).run()
+    _run(at, 10)
+    assert at.session_state["eval.result"].summary["run"]["reused_retrieval"] == 10
+    at.button(key="eval.run").click().run()
+    at.button(key="eval.rerun").click().run()
+    at.button(key="eval.run").click().run(timeout=300)
+    assert at.session_state["eval.result"].summary["run"]["reused_retrieval"] == 0, "every case asked from the start"

@@ -9,7 +9,10 @@ their progress.
 settings (the golden file's split labelling the summary as ``workbench eval --split all`` does, one torch
 thread while it runs: :func:`workbench.app.resources.eval_threads`), so its rows are the CLI's rows; a run
 whose :func:`run_key` matches an earlier one of this server (same golden file, limit, evaluation config and
-corpus version) reuses that result instead of asking every case again."""
+corpus version) reuses that result instead of asking every case again. A run whose configuration differs from an
+earlier one's only after retrieval (a new gate threshold, another generator, validation settings:
+:func:`pipeline.engine.retrieval_differences`) reuses that run's retrieval and its encoded vectors
+(:func:`reusable_evaluation`; ``evaluate(reuse=...)``) and asks only the gate onwards."""
 
 from __future__ import annotations
 
@@ -22,12 +25,13 @@ import pandas as pd
 import streamlit as st
 
 from pipeline.config import GateConfig, PipelineConfig
-from pipeline.engine import Pipeline
+from pipeline.engine import Pipeline, retrieval_differences
 from workbench import figures, sweep
 from workbench.app import page, resources, thresholds
 from workbench.app.render import md
 from workbench.evaluate import Evaluation, GoldenRun, eval_config, evaluate
 from workbench.golden import GoldenError, find_split, load_golden, subset
+from workbench.summary import speed_line
 
 DEFAULT_GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "golden.jsonl"
 HEADLINE = (("answer_rate_answerable", "answered (answerable)"),
@@ -72,14 +76,31 @@ def run_key(path: str, limit: int, cfg: PipelineConfig, pipe: Pipeline) -> tuple
     return (str(golden.resolve()), version, int(limit), eval_config(cfg).config_hash(), pipe.store.corpus_version)
 
 
-def run_golden(path: str, limit: int, cfg: PipelineConfig, pipe: Pipeline) -> tuple[Evaluation | None, bool]:
+def reusable_evaluation(done: dict, key: tuple, cfg: PipelineConfig) -> Evaluation | None:
+    """The latest of ``done`` (:func:`resources.evaluations`) over the same golden file, limit and corpus version as
+    ``key`` whose configuration differs from ``cfg`` only after retrieval, so its retrieval can stand for a run
+    under ``cfg``; None when there is none."""
+    same_cases = (key[0], key[1], key[2], key[4])
+    cfg = eval_config(cfg)
+    for earlier_key, evaluation in reversed(list(done.items())):
+        if (earlier_key[0], earlier_key[1], earlier_key[2], earlier_key[4]) != same_cases or not evaluation.traces:
+            continue
+        if all(t.config is not None and not retrieval_differences(t.config, cfg) for t in evaluation.traces):
+            return evaluation
+    return None
+
+
+def run_golden(path: str, limit: int, cfg: PipelineConfig, pipe: Pipeline, reuse: bool = True
+               ) -> tuple[Evaluation | None, bool]:
     """(the evaluation, whether it was reused): an earlier result of this server with the same :func:`run_key`,
-    else every case asked as ``workbench eval --no-nli`` asks it, with a progress bar. A bad golden file or a
+    else every case asked as ``workbench eval --no-nli`` asks it, with a progress bar; with ``reuse``, from an
+    earlier run's retrieval when one qualifies (:func:`reusable_evaluation`). A bad golden file or a
     user-fixable error is one ``st.error`` line and ``(None, False)``."""
     done = resources.evaluations()
     key = run_key(path, limit, cfg, pipe)
     if key in done:
         return done[key], True
+    earlier = reusable_evaluation(done, key, cfg) if reuse else None
     try:
         golden = subset(load_golden(path), int(limit) or None)
         split = find_split(path)
@@ -88,7 +109,8 @@ def run_golden(path: str, limit: int, cfg: PipelineConfig, pipe: Pipeline) -> tu
         return None, False
     with resources.eval_threads():
         result = page.attempt(lambda: evaluate(golden, pipe.store, resources.models(), cfg, nli=False,
-                                               on_progress=progress_bar("asking"), split=split, part="all"))
+                                               on_progress=progress_bar("asking"), split=split, part="all",
+                                               reuse=earlier))
     if result is not None:
         done[key] = result
     return result, False
@@ -109,8 +131,9 @@ def rate_columns(columns) -> dict:
 def render_summary(evaluation: Evaluation, key: str) -> None:
     s, result = evaluation.summary, evaluation.run
     st.caption(md(f"{len(result.rows)} cases of {Path(result.golden).name} · config {result.config_hash} · "
-                  f"corpus version {result.corpus_version} · asked in {result.seconds:.1f} s · answer cache off, "
-                  "runs not logged"))
+                  f"corpus version {result.corpus_version} · "
+                  f"{speed_line(s.get('run') or {}) or f'asked in {result.seconds:.1f} s'} · "
+                  "answer cache off, runs not logged"))
     for column, (name, label) in zip(st.columns(len(HEADLINE)), HEADLINE, strict=True):
         column.metric(label, _pct(s.get(name)))
     for problem in result.problems:

@@ -8,6 +8,7 @@ from workbench.app.gallery_view import render_gallery
 
 RESULT = "eval.result"
 REUSED = "eval.reused"
+FRESH = "eval.fresh"   # "Run it again anyway": the next run asks every case from the start, reusing nothing
 
 cfg, pipe = page.setup("Evaluate & tune", "Every golden case through the pipeline with the sidebar's "
                        "configuration (answer cache off, runs not logged), every trace kept.")
@@ -17,7 +18,7 @@ path = st.text_input("Golden set (JSONL)", value=str(DEFAULT_GOLDEN), key="eval.
 limit = st.number_input("Only the first N cases (0 = all)", min_value=0, value=0, step=10, key="eval.limit")
 key = run_key(path, int(limit), cfg, pipe)
 if st.button("Run the golden set", type="primary", key="eval.run"):
-    result, reused = run_golden(path, int(limit), cfg, pipe)
+    result, reused = run_golden(path, int(limit), cfg, pipe, reuse=not st.session_state.pop(FRESH, False))
     if result is not None:
         st.session_state[RESULT], st.session_state[REUSED] = result, reused
 done = resources.evaluations()
@@ -28,6 +29,7 @@ if st.session_state.get(REUSED) and key in done:
     if st.button("Run it again anyway", key="eval.rerun"):
         done.pop(key, None)
         st.session_state.pop(REUSED, None)
+        st.session_state[FRESH] = True
         st.rerun()
 
 result = st.session_state.get(RESULT)
