@@ -44,6 +44,10 @@ class EmbeddingConfig:
                           "Bi-encoder for the dense leg and the citation validator.")
     # smaller batches pad less to the longest text of a batch; the measured trade-off is in BENCHMARKS.md.
     batch_size: int = _tunable(16, "Texts per embedding call during ingestion.", lo=1, hi=4096)
+    precision: Literal["fp32", "int8"] = _tunable(
+        "fp32", "fp32 (PyTorch) or int8 (ONNX Runtime dynamic quantisation, exported once and cached). Part of the "
+        "store's build signature: changing it re-embeds every document on the next ingest, so fp32 and int8 "
+        "vectors are never mixed in one store.")
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,12 @@
-"""Ingestion: load → chunk → tokenize → embed (batched, with a progress bar) → write → supersession.
+"""Ingestion: load → chunk → tokenize → embed (batched, with a progress line) → write → supersession.
+
+**Overlap.** Loading, chunking, BM25 tokenizing and splitting sentence windows run on one worker thread
+(:mod:`pipeline.ingestion.prepare`): files are parsed while the embedder loads, and each document is prepared
+while the encoder works on the previous group. The caller's thread encodes and does every write, in document
+order, so the groups, vectors and rows are those of a sequential run (``overlap=False``) and the store's
+crash-consistent write path is unchanged. **Progress** (``progress``: True for stderr, or a callable taking a
+:class:`~pipeline.ingestion.progress.Progress`) is reported before and after each group's encoder call:
+``N/M chunks · X chunks/s · ETA m:ss``.
 
 Embedding and writing go in groups of whole documents of about ``ingest.batch_chunks`` chunks: one encoder
 call per group (the embedder sorts the group's texts by length, so its mini-batches pad little) and one
@@ -12,7 +20,8 @@ encoded once; an embedder without ``encode_late`` (the test fakes) encodes them 
 The keyword leg's sparse vectors use ``keyword.k1``, ``keyword.b`` and ``keyword.heading_weight`` (a heading-path
 word's term-frequency weight, :func:`chunk_sparse`); they are part of the build signature, so changing one
 re-indexes every document on the next ingest (the heading weight only when it is not 1, so stores built before
-the parameter existed are not rebuilt).
+the parameter existed are not rebuilt). So is ``embedding.precision`` when it is not fp32: an int8 store is
+rebuilt in fp32 and the reverse, never mixed.
 
 Incremental by content hash: an unchanged document is not re-chunked or re-embedded; a changed one
 replaces all its old chunks atomically (:meth:`Store.replace_document`); a document whose front matter
@@ -29,23 +38,23 @@ one recomputes it and, when it drifted by more than ``AVGDL_TOLERANCE``, rewrite
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from pipeline.config import PipelineConfig
-from pipeline.ingestion.chunking import chunk_document
 from pipeline.ingestion.documents import Chunk, Document, LoadProblem, load_paths
+from pipeline.ingestion.prepare import Prepared, Preparer, Worker
+from pipeline.ingestion.progress import ProgressCallback, ProgressTracker, reporter_for
 from pipeline.ingestion.supersede import SupersedeInput, compute_supersession
 from pipeline.models.registry import Models
 from pipeline.retrieval.bm25 import AVGDL_TOLERANCE, average_length, avgdl_drifted, doc_sparse
 from pipeline.storage.qdrant_index import IndexPoint
 from pipeline.storage.store import DocumentWrite, Store, point_id_for
 from pipeline.text.tokenize import tokenize
-from pipeline.validation.citations import chunk_passages, passage_key
+from pipeline.validation.citations import passage_key
 
 
 @dataclass(frozen=True)
@@ -71,19 +80,15 @@ class IngestReport:
                 "notes": list(self.notes)}
 
 
-@dataclass
-class _Prepared:
-    doc: Document
-    chunks: list[Chunk]
-    terms: list[list[str]] = field(default_factory=list)
-
-
 def build_signature(cfg: PipelineConfig, dim: int) -> str:
     """What the stored vectors depend on; a change means every chunk must be rebuilt."""
     bm25 = [cfg.keyword.k1, cfg.keyword.b] + ([cfg.keyword.heading_weight] if cfg.keyword.heading_weight != 1.0
                                               else [])  # unchanged for stores built before the parameter
-    return json.dumps({"embedding": cfg.embedding.model, "dim": dim, "chunking": [cfg.chunking.max_tokens,
-                       cfg.chunking.overlap_tokens], "bm25": bm25}, sort_keys=True)
+    signature = {"embedding": cfg.embedding.model, "dim": dim, "chunking": [cfg.chunking.max_tokens,
+                 cfg.chunking.overlap_tokens], "bm25": bm25}
+    if cfg.embedding.precision != "fp32":  # absent for fp32, so stores built before the setting are not rebuilt
+        signature["precision"] = cfg.embedding.precision
+    return json.dumps(signature, sort_keys=True)
 
 
 def heading_token_count(heading_path: Iterable[str]) -> int:
@@ -101,25 +106,60 @@ def chunk_sparse(terms: list[str], heading_path: Iterable[str], avgdl: float,
 
 
 def ingest_paths(store: Store, paths: Iterable[str | Path], cfg: PipelineConfig, models: Models,
-                 progress: bool = True) -> IngestReport:
-    documents, problems = load_paths(paths)
-    return ingest_documents(store, documents, cfg, models, problems=problems, progress=progress)
+                 progress: bool | ProgressCallback = True, overlap: bool = True) -> IngestReport:
+    """Index the files under ``paths``. ``progress``: True (stderr), False, or a callable taking a
+    :class:`~pipeline.ingestion.progress.Progress`; ``overlap=False`` prepares everything on this thread first."""
+    paths = list(paths)
+    with store.writing("ingest"):
+        return _ingest(store, lambda: load_paths(paths), cfg, models, progress, False, overlap)
 
 
 def ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfig, models: Models,
-                     problems: list[LoadProblem] | None = None, progress: bool = True,
-                     rebuild: bool = False) -> IngestReport:
+                     problems: list[LoadProblem] | None = None, progress: bool | ProgressCallback = True,
+                     rebuild: bool = False, overlap: bool = True) -> IngestReport:
     """Index ``documents``; unchanged ones (same content hash) are skipped unless ``rebuild`` (repair).
 
     The whole run is one write session (:meth:`Store.writing`): a second writer waits or is refused before
     anything is touched, and every commit moves the corpus version to the run's new version."""
     with store.writing("ingest"):
-        return _ingest_documents(store, documents, cfg, models, problems, progress, rebuild)
+        return _ingest(store, lambda: (list(documents), list(problems or [])), cfg, models, progress, rebuild,
+                       overlap)
 
 
-def _ingest_documents(store: Store, documents: list[Document], cfg: PipelineConfig, models: Models,
-                      problems: list[LoadProblem] | None, progress: bool, rebuild: bool) -> IngestReport:
-    embedder = models.embedder(cfg.embedding)
+def _ingest(store: Store, load: Callable[[], tuple[list[Document], list[LoadProblem]]], cfg: PipelineConfig,
+            models: Models, progress: bool | ProgressCallback, rebuild: bool, overlap: bool) -> IngestReport:
+    tracker = ProgressTracker(reporter_for(progress))
+    worker = Worker(threaded=overlap)
+    preparer: Preparer | None = None
+    try:
+        loading = worker.submit(load)  # files are parsed while the embedder loads
+        embedder = models.embedder(cfg.embedding)
+        documents, problems = loading.result()
+        plan = _plan(store, documents, cfg, embedder, rebuild)
+        preparer = Preparer(plan.changed, cfg)
+        worker.submit(preparer.run)
+        return _run(store, plan, preparer, problems, cfg, embedder, tracker)
+    finally:
+        if preparer is not None:
+            preparer.stop()
+        worker.close()
+        tracker.close()
+
+
+@dataclass
+class _Plan:
+    """What a run will do, decided from the documents and the store before anything is chunked."""
+    signature: str
+    force: bool
+    existing: dict
+    live_docs: list[Document]
+    retracted: list[str]
+    changed: list[Document]
+    unchanged: int
+    notes: list[str]
+
+
+def _plan(store: Store, documents: list[Document], cfg: PipelineConfig, embedder, rebuild: bool) -> _Plan:
     notes: list[str] = []
     signature = build_signature(cfg, embedder.dim)
     stored_signature = store.meta("build_signature")
@@ -136,48 +176,85 @@ def _ingest_documents(store: Store, documents: list[Document], cfg: PipelineConf
         force = True
     else:
         force = rebuild
-
     existing = {d.doc_id: d for d in store.documents()}
     live_docs = [d for d in documents if not d.retracted]
     retracted = [d.doc_id for d in documents if d.retracted and d.doc_id in existing]
     notes.extend(f"{d.doc_id}: marked retracted; not indexed" for d in documents if d.retracted)
     changed = [d for d in live_docs if force or d.doc_id not in existing
                or existing[d.doc_id].content_hash != d.content_hash]
-    unchanged = len(live_docs) - len(changed)
-    prepared, problems = _prepare(changed, cfg, list(problems or []))  # before anything is written
-    changed_ids = {p.doc.doc_id for p in prepared}
-    failed = {d.doc_id for d in changed} - changed_ids
-    live_docs = [d for d in live_docs if d.doc_id not in failed]
-    if prepared or retracted:
-        store.set_meta(pending="1")  # cleared below; if the process dies, the next open repairs
+    return _Plan(signature, force, existing, live_docs, retracted, changed, len(live_docs) - len(changed), notes)
 
-    # The average chunk length after this run: stored chunks of untouched documents plus the new ones.
-    replaced = {p.doc.doc_id for p in prepared} | set(retracted)
-    kept_lengths = [c.token_count for c in store.chunks() if c.doc_id not in replaced]
-    new_lengths = [len(t) for p in prepared for t in p.terms]
-    lengths = kept_lengths + new_lengths
-    avgdl = average_length(lengths)
 
-    texts = [c.indexed_text for p in prepared for c in p.chunks]
-    added, updated = [], []
-    with _progress(len(texts), progress) as bar:
-        for group in _batches(prepared, cfg.ingest.batch_chunks):
-            writes = _embed_and_build(group, embedder, cfg, avgdl)
-            store.replace_documents(writes)
+ENCODED_AHEAD = 2   # encoded groups that may wait for the worker's last document before they are written
+
+
+def _run(store: Store, plan: _Plan, preparer: Preparer, problems: list[LoadProblem], cfg: PipelineConfig,
+         embedder, tracker: ProgressTracker) -> IngestReport:
+    """Encode groups of whole documents as the worker prepares them; write each once the corpus's average chunk
+    length is known (every changed document chunked), at most :data:`ENCODED_AHEAD` groups behind the encoder."""
+    retracted, existing = plan.retracted, plan.existing
+    added, updated, waiting = [], [], []
+    state: dict = {}
+
+    def settle() -> float:
+        """The average chunk length after this run (stored chunks of untouched documents plus the new ones)."""
+        if "avgdl" not in state:
+            preparer.wait()
+            if preparer.lengths:  # a run that embeds nothing shows no progress line
+                tracker.update(total=len(preparer.lengths), counting=False)
+            if preparer.ids or retracted:
+                store.set_meta(pending="1")  # cleared below; if the process dies, the next open repairs
+            replaced = set(preparer.ids) | set(retracted)
+            state["kept_lengths"] = [c.token_count for c in store.chunks() if c.doc_id not in replaced]
+            state["avgdl"] = average_length(state["kept_lengths"] + preparer.lengths)
+        return state["avgdl"]
+
+    def encode(group: list[Prepared]) -> None:
+        finished = preparer.finished.is_set()  # the lengths are complete once it is set
+        tracker.update(total=len(preparer.lengths), counting=not finished)
+        dense, rest = _embed(group, embedder, cfg)
+        tracker.update(advanced=sum(len(p.chunks) for p in group))
+        waiting.append((group, dense, rest))
+        if preparer.finished.is_set() or len(waiting) >= ENCODED_AHEAD:
+            write()
+
+    def write() -> None:
+        avgdl = settle()
+        while waiting:
+            group, dense, rest = waiting.pop(0)
+            store.replace_documents(_build_writes(group, dense, rest, embedder, cfg, avgdl))
             for p in group:
                 (updated if p.doc.doc_id in existing else added).append(p.doc.doc_id)
-            bar.update(sum(len(p.chunks) for p in group))
+
+    group: list[Prepared] = []
+    size = 0
+    for p in preparer.items():  # whole documents, grouped until a group holds at least ingest.batch_chunks chunks
+        group.append(p)
+        size += len(p.chunks)
+        if size >= cfg.ingest.batch_chunks:
+            encode(group)
+            group, size = [], 0
+    if group:
+        encode(group)
+    write()
+    avgdl, kept_lengths = state["avgdl"], state["kept_lengths"]
+    changed_ids = set(preparer.ids)
+    problems = problems + preparer.problems
+    failed = {d.doc_id for d in plan.changed} - changed_ids
+    live_docs = [d for d in plan.live_docs if d.doc_id not in failed]
+    notes = list(plan.notes)
+
     for doc_id in retracted:
         store.delete_document(doc_id)
     if updated or retracted:
         _forget_cached_answers(store, updated + retracted)
 
-    changed_anything = bool(prepared or retracted)
+    changed_anything = bool(changed_ids or retracted)
     previous_avgdl = store.avgdl
     if changed_anything and previous_avgdl and kept_lengths and (
-            avgdl_drifted(previous_avgdl, avgdl, AVGDL_TOLERANCE) or force):
+            avgdl_drifted(previous_avgdl, avgdl, AVGDL_TOLERANCE) or plan.force):
         store.mark_changed()
-        refresh_sparse(store, cfg, avgdl, skip={p.doc.doc_id for p in prepared})
+        refresh_sparse(store, cfg, avgdl, skip=changed_ids)
         notes.append(f"average chunk length moved {previous_avgdl:.1f} → {avgdl:.1f} tokens: "
                      "sparse vectors of unchanged chunks rewritten")
     superseded = 0
@@ -186,29 +263,15 @@ def _ingest_documents(store: Store, documents: list[Document], cfg: PipelineConf
         store.index.optimize()
         store.index.flush()
         store.mark_changed()  # already moved by the run's first commit; kept explicit for a run that only rewrote
-        store.set_meta(avgdl=avgdl, build_signature=signature, dim=embedder.dim, pending="")
+        store.set_meta(avgdl=avgdl, build_signature=plan.signature, dim=embedder.dim, pending="")
     else:
         superseded = sum(1 for c in store.chunks() if c.superseded_by)
     return IngestReport(
-        documents=len(live_docs), chunks=sum(len(p.chunks) for p in prepared) + _stored_chunks_of(
+        documents=len(live_docs), chunks=len(preparer.lengths) + _stored_chunks_of(
             store, [d.doc_id for d in live_docs if d.doc_id not in changed_ids]),
-        embedded=len(texts), deleted=len(retracted), corpus_version=store.corpus_version, added=tuple(added),
-        updated=tuple(updated), unchanged=unchanged, retracted=tuple(retracted), superseded_chunks=superseded,
-        problems=tuple(str(p) for p in (problems or [])), notes=tuple(notes))
-
-
-def _prepare(documents: list[Document], cfg: PipelineConfig,
-             problems: list[LoadProblem]) -> tuple[list[_Prepared], list[LoadProblem]]:
-    """Chunk and tokenize each document before any embedding; one that fails is a problem, not the run's end."""
-    prepared = []
-    for doc in documents:
-        try:
-            chunks = chunk_document(doc, cfg.chunking)
-            prepared.append(_Prepared(doc, chunks, [tokenize(c.indexed_text) for c in chunks]))
-        except Exception as exc:  # noqa: BLE001 — one document never sinks the batch
-            problems.append(LoadProblem(doc.source, f"could not be chunked ({type(exc).__name__}: {exc}); skipped "
-                                        "— please report this document"))
-    return prepared, problems
+        embedded=len(preparer.lengths), deleted=len(retracted), corpus_version=store.corpus_version,
+        added=tuple(added), updated=tuple(updated), unchanged=plan.unchanged, retracted=tuple(retracted),
+        superseded_chunks=superseded, problems=tuple(str(p) for p in problems), notes=tuple(notes))
 
 
 def delete_document(store: Store, doc_id: str) -> int:
@@ -242,42 +305,33 @@ def _stored_chunks_of(store: Store, doc_ids: list[str]) -> int:
     return sum(d.chunk_count for d in store.documents_by_ids(doc_ids))
 
 
-def _batches(prepared: list[_Prepared], chunks_per_batch: int) -> Iterable[list[_Prepared]]:
-    """Whole documents, grouped until a group holds at least ``chunks_per_batch`` chunks."""
-    group: list[_Prepared] = []
-    size = 0
-    for p in prepared:
-        group.append(p)
-        size += len(p.chunks)
-        if size >= chunks_per_batch:
-            yield group
-            group, size = [], 0
-    if group:
-        yield group
-
-
-def _embed_and_build(group: list[_Prepared], embedder, cfg: PipelineConfig, avgdl: float) -> list[DocumentWrite]:
-    """One encoder call for the group: every chunk's indexed text and (``ingest.passage_vectors``) every
-    sentence window the citation validator will compare claims with; then the points and catalogue rows."""
+def _embed(group: list[Prepared], embedder, cfg: PipelineConfig) -> tuple[np.ndarray, np.ndarray]:
+    """One encoder call for the group: every chunk's indexed text and (``ingest.passage_vectors``) every sentence
+    window the citation validator will compare claims with. Returns (chunk vectors, window vectors in order)."""
     chunks = [c for p in group for c in p.chunks]
     texts = [c.indexed_text for c in chunks]
-    windows = [tuple(chunk_passages(c.text)[1:]) for c in chunks] if cfg.ingest.passage_vectors else []
+    windows = [w for p in group for w in p.windows]
     if windows and cfg.ingest.passage_vectors_mode == "late" and hasattr(embedder, "encode_late"):
-        dense, rest = _late_vectors(chunks, windows, embedder)
-    else:
-        vectors = np.asarray(embedder.encode(texts + [w for ws in windows for w in ws]), dtype=np.float32)
-        dense, rest = vectors[:len(texts)], vectors[len(texts):]
+        return _late_vectors(chunks, windows, embedder)
+    vectors = np.asarray(embedder.encode(texts + [w for ws in windows for w in ws]), dtype=np.float32)
+    return vectors[:len(texts)], vectors[len(texts):]
+
+
+def _build_writes(group: list[Prepared], dense: np.ndarray, rest: np.ndarray, embedder, cfg: PipelineConfig,
+                  avgdl: float) -> list[DocumentWrite]:
+    """The group's points (dense and BM25 sparse vectors, payload) and catalogue rows (with the passage vectors)."""
+    with_windows = bool(cfg.ingest.passage_vectors) and any(p.chunks for p in group)
     writes, offset, window_offset = [], 0, 0
     for p in group:
         n = len(p.chunks)
-        points, passages = [], [] if windows else None
-        rows = zip(p.chunks, p.terms, dense[offset:offset + n], range(offset, offset + n), strict=True)
+        points, passages = [], [] if with_windows else None
+        rows = zip(p.chunks, p.terms, dense[offset:offset + n], range(n), strict=True)
         for chunk, terms, vector, k in rows:
             indices, values = chunk_sparse(terms, chunk.heading_path, avgdl, cfg)
             points.append(IndexPoint(point_id_for(p.doc, chunk.ordinal), vector.tolist(), indices, values,
                                      _payload(p.doc, chunk)))
-            if windows:
-                w = windows[k]
+            if with_windows:
+                w = p.windows[k]
                 passages.append((passage_key(chunk.heading_path, chunk.text), w,
                                  np.vstack([vector[None, :], rest[window_offset:window_offset + len(w)]])))
                 window_offset += len(w)
@@ -346,13 +400,6 @@ def _late_vectors(chunks: list[Chunk], windows: list[tuple[str, ...]], embedder)
             out[i] = vector
     rest = np.vstack(out).astype(np.float32) if out else np.zeros((0, dense.shape[1]), dtype=np.float32)
     return np.asarray(dense, dtype=np.float32), rest
-
-
-def _progress(total: int, enabled: bool):
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc="embedding chunks", unit="chunk", disable=not enabled or not total,
-                file=sys.stderr, leave=False)
 
 
 def _payload(doc: Document, chunk: Chunk) -> dict:

@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 from pipeline.config import ConfigError, EmbeddingConfig, RerankConfig
+from pipeline.models.embed_onnx import load_int8_embedder
 from pipeline.models.encoders import CrossEncoderReranker, Embedder, NLIClassifier, Reranker, SentenceEmbedder
 from pipeline.models.llm import LLM, LiteLLMBackend
 from pipeline.models.local_llm import load_local_llm
@@ -30,8 +31,13 @@ class Models:
         self._reranker_unavailable = reranker_unavailable
 
     def embedder(self, cfg: EmbeddingConfig) -> Embedder:
+        """The bi-encoder ``cfg`` names: PyTorch (fp32) or ONNX Runtime int8 (``embedding.precision``), or
+        ModelUnavailable with one line saying why (an int8 export that fails names the fp32 fallback)."""
         if self._embedder is not None:
             return self._embedder
+        if cfg.precision == "int8":
+            return cached(("embedder-int8", cfg.model, cfg.batch_size),
+                          lambda: load_int8_embedder(cfg.model, cfg.batch_size))
         return cached(("embedder", cfg.model, cfg.batch_size), lambda: SentenceEmbedder(cfg.model, cfg.batch_size))
 
     def reranker(self, cfg: RerankConfig) -> Reranker:

@@ -73,3 +73,23 @@ def test_an_empty_store_says_how_to_fill_it(tmp_path, monkeypatch):
     assert len(at.error) == 1 and "is empty" in errors_of(at)[0] and "Corpus page" in errors_of(at)[0]
     at.switch_page("workbench/app/pages/corpus.py").run()
     assert any("The store is empty" in i.value for i in at.info)
+
+
+def test_the_upload_progress_bar_shows_the_share_and_the_ingest_line():
+    from pipeline.ingestion.progress import Progress
+    from workbench.app.corpus_view import ingest_progress
+
+    class Bar:
+        def __init__(self):
+            self.drawn = []
+
+        def progress(self, value, text=""):
+            self.drawn.append((value, text))
+
+    bar = Bar()
+    update = ingest_progress(bar)
+    update(Progress(0, 120, 0.5, counting=True))
+    update(Progress(60, 120, 4.0))
+    update(Progress(120, 120, 8.0))
+    assert bar.drawn == [(0.0, "Embedding: 0/120+ chunks"), (0.5, "Embedding: 60/120 chunks · 15.0 chunks/s · ETA 0:04"),
+                         (1.0, "Embedding: 120/120 chunks · 15.0 chunks/s · ETA 0:00")]

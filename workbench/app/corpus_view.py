@@ -3,10 +3,12 @@ supersession (plain rows for ``st.dataframe``, which shows text as text)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.ingestion.documents import SUPPORTED_SUFFIXES
 from pipeline.ingestion.ingest import IngestReport
+from pipeline.ingestion.progress import Progress
 from pipeline.storage.store import Store
 
 UPLOAD_TYPES = sorted(s.lstrip(".") for s in SUPPORTED_SUFFIXES)
@@ -24,6 +26,14 @@ def save_uploads(files, home: Path) -> list[Path]:
         path.write_bytes(f.getvalue())
         paths.append(path)
     return paths
+
+
+def ingest_progress(bar) -> Callable[[Progress], None]:
+    """The ingest's progress callback for a Streamlit bar (``st.progress``): the share embedded and the same line the
+    CLI prints, "N/M chunks · X chunks/s · ETA m:ss"."""
+    def update(progress: Progress) -> None:
+        bar.progress(progress.fraction, text=f"Embedding: {progress.text()}")
+    return update
 
 
 def report_lines(report: IngestReport) -> tuple[str, list[str], list[str]]:

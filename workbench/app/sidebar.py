@@ -28,6 +28,7 @@ MAIN = ("gate.signal", "gate.confidence_threshold_rerank", "gate.confidence_thre
 LABELS = {
     "chunking.max_tokens": "Chunk size (words)", "chunking.overlap_tokens": "Chunk overlap (words)",
     "embedding.model": "Embedding model", "embedding.batch_size": "Embedding batch size",
+    "embedding.precision": "Embedding precision",
     "keyword.k1": "BM25 k1 (term saturation)", "keyword.b": "BM25 b (length normalisation)",
     "keyword.heading_weight": "Heading (title) weight in BM25",
     "ingest.passage_vectors_mode": "Passage vectors from",

@@ -9,6 +9,7 @@ from workbench.app.corpus_view import (
     UPLOAD_TYPES,
     chunk_rows,
     document_rows,
+    ingest_progress,
     report_lines,
     save_uploads,
     supersession_rows,
@@ -63,8 +64,9 @@ with tab_upload:
                              type=UPLOAD_TYPES, accept_multiple_files=True, key="corpus.upload")
     if st.button("Ingest", type="primary", key="corpus.ingest", disabled=not files):
         paths = save_uploads(files, store.home)
-        with st.spinner(f"Chunking and embedding {len(paths)} file(s) ..."):
-            report = page.attempt(lambda: ingest_paths(store, paths, cfg, resources.models(), progress=False))
+        bar = st.progress(0.0, text=f"Reading and chunking {len(paths)} file(s) ...")
+        report = page.attempt(lambda: ingest_paths(store, paths, cfg, resources.models(),
+                                                   progress=ingest_progress(bar)))
         if report is not None:
             summary, problems, notes = report_lines(report)
             flash = [("error", p) for p in problems] + [("info", n) for n in notes]
