@@ -108,6 +108,15 @@ bench-monitor: install ## drift alarm: simulate a broken embedder / deleted docu
 	$(BIN)/python -m benchmarks.monitor_drift
 	$(BIN)/python -m benchmarks.report
 
+.PHONY: bench-embed bench-eval-speed
+bench-embed: install ## int8 ONNX embedder vs fp32: chunks/s, ingestion, query latency, SciFact nDCG@10 -> BENCHMARKS.md
+	$(BIN)/python -m benchmarks.embed_onnx
+	$(BIN)/python -m benchmarks.report
+
+bench-eval-speed: install ## golden evaluation one case at a time vs batched, and a re-run reusing retrieval (CLI and app) -> BENCHMARKS.md
+	$(BIN)/python -m benchmarks.eval_speed
+	$(BIN)/python -m benchmarks.report
+
 .PHONY: bench-app
 bench-app: install ## app timings in headless Chromium: server start, first question, page loads, golden run vs the CLI -> BENCHMARKS.md
 	$(BIN)/python -m benchmarks.app_timings

@@ -50,6 +50,8 @@ SECTIONS = (
     Section("validation", "validation", "Validation cost", ".venv/bin/python -m benchmarks.validation --threads 1"),
     Section("late_chunking", "late_chunking", "Passage vectors: late chunking vs separate encoding",
             "make bench-late-chunking"),
+    Section("embed_onnx", "embed_onnx", "Embedder precision: int8 ONNX vs fp32", "make bench-embed"),
+    Section("eval_speed", "eval_speed", "Evaluation speed", "make bench-eval-speed"),
     Section("perf", "perf", "Performance: per-stage latency", "make bench"),
     Section("rerank_tradeoff", "rerank_tradeoff", "Rerank trade-off", "make bench-rerank"),
     Section("monitor_drift", "monitor_drift", "Drift alarm", "make bench-monitor"),
