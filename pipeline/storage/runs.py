@@ -39,7 +39,7 @@ import json
 import os
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,17 +80,23 @@ _M002_COLUMNS = {
 }
 
 
-def m002_answer_quality(db: sqlite3.Connection) -> None:
-    """Retrieval scores, trust and validation outcomes as columns; backfilled from each row's trace JSON."""
-    for name, decl in _M002_COLUMNS.items():
+def _add_backfilled_columns(db: sqlite3.Connection, columns: dict[str, str],
+                            values_of: Callable[[Trace], dict[str, object]]) -> None:
+    """Add ``columns`` to query_runs and fill them from each row's trace JSON."""
+    for name, decl in columns.items():
         db.execute(f"ALTER TABLE query_runs ADD COLUMN {name} {decl}")
     for run_id, trace_json in db.execute("SELECT run_id, trace_json FROM query_runs").fetchall():
         try:
-            values = _m002_values(Trace.from_json(trace_json))
+            values = values_of(Trace.from_json(trace_json))
         except (TypeError, ValueError):
             continue  # an unreadable old trace keeps the defaults; the row itself is never lost
         sets = ", ".join(f"{k}=?" for k in values)
         db.execute(f"UPDATE query_runs SET {sets} WHERE run_id=?", (*values.values(), run_id))
+
+
+def m002_answer_quality(db: sqlite3.Connection) -> None:
+    """Retrieval scores, trust and validation outcomes as columns; backfilled from each row's trace JSON."""
+    _add_backfilled_columns(db, _M002_COLUMNS, _m002_values)
 
 
 def m003_created_at_index(db: sqlite3.Connection) -> None:
@@ -113,15 +119,7 @@ _M004_COLUMNS = {
 def m004_monitoring(db: sqlite3.Connection) -> None:
     """What ``workbench monitor`` counts, as columns (backfilled from each row's trace JSON), and the
     ``citation_clicks`` table: one row each time a person opens a source of a run in the app."""
-    for name, decl in _M004_COLUMNS.items():
-        db.execute(f"ALTER TABLE query_runs ADD COLUMN {name} {decl}")
-    for run_id, trace_json in db.execute("SELECT run_id, trace_json FROM query_runs").fetchall():
-        try:
-            values = _m004_values(Trace.from_json(trace_json))
-        except (TypeError, ValueError):
-            continue  # an unreadable old trace keeps the defaults; the row itself is never lost
-        sets = ", ".join(f"{k}=?" for k in values)
-        db.execute(f"UPDATE query_runs SET {sets} WHERE run_id=?", (*values.values(), run_id))
+    _add_backfilled_columns(db, _M004_COLUMNS, _m004_values)
     db.execute("""
         CREATE TABLE citation_clicks (
             click_id INTEGER PRIMARY KEY AUTOINCREMENT,
