@@ -20,3 +20,22 @@ def ingest_texts(root: Path, files: Mapping[str, str]):
         (corpus / name).write_text(text, encoding="utf-8")
     with Store.open(root / "store") as store:
         return ingest_paths(store, [corpus], PipelineConfig(), fake_models(), progress=False)
+
+
+class Borrowed:
+    """A session store lent to code that opens and closes its own (the CLI's ``open_store``): it may not close it."""
+
+    def __init__(self, store):
+        self._store = store
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self._store
+
+    def __exit__(self, *exc):
+        return False

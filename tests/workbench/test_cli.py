@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.stores import Borrowed
+
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 ENV.pop("QDRANT_URL", None)
@@ -96,32 +98,13 @@ def test_searching_an_empty_store_says_to_ingest_first(tmp_path):
 
 # -- eval and tune in process: the flags reach the one golden-set driver ------------------------------------------
 
-class _Borrowed:
-    """The session's fake demo store in place of the store the CLI would open; the CLI may not close it."""
-
-    def __init__(self, store):
-        self._store = store
-
-    def __getattr__(self, name):
-        return getattr(self._store, name)
-
-    def close(self):
-        pass
-
-    def __enter__(self):
-        return self._store
-
-    def __exit__(self, *exc):
-        return False
-
-
 @pytest.fixture
 def in_process(monkeypatch, demo_store_fake):
     """``workbench.cli.main`` on the fake demo store with the fake models; every driver call is recorded."""
     from pipeline.testing import fake_models
     from workbench import cli, evaluate, tune
 
-    monkeypatch.setattr(cli, "open_store", lambda args, cfg=None, repair=True: _Borrowed(demo_store_fake))
+    monkeypatch.setattr(cli, "open_store", lambda args, cfg=None, repair=True: Borrowed(demo_store_fake))
     for module in (evaluate, tune):
         monkeypatch.setattr(module, "default_models", lambda: fake_models(reranker=False))
     calls, real = [], evaluate.run_cases

@@ -15,6 +15,7 @@ from pipeline.config import PipelineConfig
 from pipeline.engine import Pipeline
 from pipeline.testing import FakeEmbedder, FakeLLM, fake_models
 from pipeline.validation.claims import split_claims
+from tests.support.stores import Borrowed
 from workbench import week_one as wk
 from workbench.golden import load_golden
 
@@ -221,28 +222,11 @@ def test_the_embedding_judge_checks_each_source_alone_and_needs_the_claims_value
 
 # -- the command line ----------------------------------------------------------------------------------------------
 
-class _Borrowed:
-    def __init__(self, store):
-        self._store = store
-
-    def __getattr__(self, name):
-        return getattr(self._store, name)
-
-    def close(self):
-        pass
-
-    def __enter__(self):
-        return self._store
-
-    def __exit__(self, *exc):
-        return False
-
-
 @pytest.fixture
 def cli(monkeypatch, demo_store_fake):
     from workbench import cli as cli_mod
 
-    monkeypatch.setattr(cli_mod, "open_store", lambda args, cfg=None, repair=True: _Borrowed(demo_store_fake))
+    monkeypatch.setattr(cli_mod, "open_store", lambda args, cfg=None, repair=True: Borrowed(demo_store_fake))
     monkeypatch.setattr(wk, "default_models", lambda: fake_models(reranker=False))
     ran = []
     real = wk.week_one
