@@ -135,13 +135,18 @@ def render(results: dict) -> str:
     v = results.get("validator")
     if v:
         lines += [f"Of the {v['cheap_wrong']} answerable cases where the scripted cheap model answered wrongly, the "
-                  f"validator sent {v['caught']} on to the expensive model and kept {v['cheap_wrong'] - v['caught']} "
-                  "(a sentence from another retrieved source can reach the claim threshold against the cited one: "
-                  "supported but wrong, which citation checking cannot see). Of the "
-                  f"{v['cheap_right']} it answered right, {v['escalated_anyway']} were sent on anyway (the golden "
-                  "answers paraphrase the documents, and a paraphrase can fall below the threshold). The `abstained` "
-                  "escalations are unanswerable questions that passed the gate: the cheap model's abstention is "
-                  "sent on, and the expensive one abstains too.", ""]
+                  f"validator sent {v['caught']} on to the expensive model{_by(v.get('caught_by'))} and kept "
+                  f"{v['cheap_wrong'] - v['caught']}. The scripted wrong answer is a sentence of another offered "
+                  "source cited to the best one: a topical neighbour, so the cited source can still reach the claim "
+                  "threshold (supported), and what catches it is the misattribution check (an uncited offered "
+                  "source states the sentence far more closely, `validate.misattribution_margin`); a wrong sentence "
+                  "that is all code leaves no claim to check (`unchecked`). A real model's wrong answers need not be "
+                  f"copied sentences, so read this as the check working, not as its recall. Of the "
+                  f"{v['cheap_right']} it answered right, {v['escalated_anyway']} were sent on "
+                  f"anyway{_by(v.get('escalated_anyway_by'))} (the golden answers paraphrase the documents, and a "
+                  "paraphrase can fall below the threshold). The `abstained` escalations are unanswerable questions "
+                  "that passed the gate: the cheap model's abstention is sent on, and the expensive one abstains "
+                  "too.", ""]
     return "\n".join(lines)
 
 
@@ -223,16 +228,26 @@ def validator_catch(run) -> dict:
     """On the tiered arm's generated answerable cases: of the cheap answers the script made wrong, how many the
     validator sent on; of those it made right, how many it sent on anyway."""
     wrong = right = caught = needless = 0
+    caught_by: dict[str, int] = {}
+    needless_by: dict[str, int] = {}
     for case, trace in zip(run.cases, run.traces, strict=True):
         attempts = trace.generation.tiers
         if not attempts or not case.answerable or not case.expected_answer:
             continue
-        escalated = bool(attempts[0].escalate_reasons)
+        reasons = attempts[0].escalate_reasons
+        counts = caught_by if cheap_is_wrong(case.id) else needless_by
+        for reason in reasons:
+            counts[reason] = counts.get(reason, 0) + 1
         if cheap_is_wrong(case.id):
-            wrong, caught = wrong + 1, caught + escalated
+            wrong, caught = wrong + 1, caught + bool(reasons)
         else:
-            right, needless = right + 1, needless + escalated
-    return {"cheap_wrong": wrong, "caught": caught, "cheap_right": right, "escalated_anyway": needless}
+            right, needless = right + 1, needless + bool(reasons)
+    return {"cheap_wrong": wrong, "caught": caught, "cheap_right": right, "escalated_anyway": needless,
+            "caught_by": dict(sorted(caught_by.items())), "escalated_anyway_by": dict(sorted(needless_by.items()))}
+
+
+def _by(counts: dict | None) -> str:
+    return " (" + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")" if counts else ""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -112,9 +112,12 @@ class RerankConfig:
 
 @dataclass(frozen=True)
 class GateConfig:
-    signal: Literal["auto", "rerank", "fused", "dense", "fused_and_dense", "learned"] = _tunable(
+    signal: Literal["auto", "rerank", "fused", "dense", "fused_and_dense", "learned", "window", "coverage",
+                    "critical", "bm25", "dense_margin", "fused_norm"] = _tunable(
         "auto", "auto = rerank score when the reranker ran, else the learned combination of the evidence "
-        "signals; or force one rule.")
+        "signals; or force one rule: rerank, fused, dense, fused_and_dense, learned, or one evidence signal alone "
+        "(window, coverage, critical, bm25, dense_margin, fused_norm: that signal against its own threshold; a run "
+        "without a value for it abstains).")
     confidence_threshold_rerank: float = _tunable(0.45, "Answer when the top rerank score (sigmoid) is at least this.",
                                                   lo=0.0, hi=1.0, provisional=True)
     # The seed was 0.015, below the 1/61 ~ 0.0164 that a chunk ranked first by ONE leg scores, so the gate
@@ -154,6 +157,32 @@ class GateConfig:
                                            lo=-1000.0, hi=1000.0, provisional=True)
     learned_fused_norm: float = _tunable(0.0, "Learned rule: coefficient of the normalised fused score.",
                                          lo=-1000.0, hi=1000.0, provisional=True)
+    # Single-signal rules (gate.signal=window, ...; pipeline/gate/rule.py): each threshold is the best point
+    # `workbench tune golden/golden.jsonl` reports for that rule at <= 5 % false answers (made readable as its
+    # recommendations are), fitted on the golden set's tune part only (golden/golden.split.json), never on the test
+    # part; the same report gives each rule's rates on the held-out test part. For critical and fused_norm no
+    # threshold inside the signal's range answers anything within that bound on the tune part, so their default is
+    # the strictest one in range, 1.0 (every critical term found; first on both legs), and neither is a good rule
+    # alone. Provisional: re-tune on your data.
+    confidence_threshold_window: float = _tunable(
+        0.7745, "Rule window: answer when the best sentence-window cosine of the top passages is at least this.",
+        lo=-1.0, hi=1.0, provisional=True)
+    confidence_threshold_coverage: float = _tunable(
+        0.76, "Rule coverage: answer when one top passage holds at least this share of the query's IDF-weighted "
+        "terms (0 to 1).", lo=0.0, hi=1.0, provisional=True)
+    confidence_threshold_critical: float = _tunable(
+        1.0, "Rule critical: answer when the top passages contain at least this share of the question's "
+        "critical terms (identifiers, numbers, versions, names; 1 when it has none).", lo=0.0, hi=1.0,
+        provisional=True)
+    confidence_threshold_bm25: float = _tunable(
+        0.912, "Rule bm25: answer when the top BM25 score divided by the query's IDF mass is at least this.",
+        lo=0.0, hi=10.0, provisional=True)
+    confidence_threshold_dense_margin: float = _tunable(
+        0.083, "Rule dense_margin: answer when dense rank 1's cosine leads dense rank 2's by at least this.",
+        lo=0.0, hi=2.0, provisional=True)
+    confidence_threshold_fused_norm: float = _tunable(
+        1.0, "Rule fused_norm: answer when the top fused (RRF) score divided by the highest one these fusion "
+        "settings allow is at least this (0 to 1, whatever rrf_k is).", lo=0.0, hi=1.0, provisional=True)
 
 
 @dataclass(frozen=True)
@@ -170,7 +199,8 @@ class RewriteConfig:
     long_chars: int = _tunable(200, "... and are at least this long.", lo=1, hi=10000)
 
 
-EscalationTrigger = Literal["unsupported", "uncited", "fabricated", "malformed", "provider_error", "abstained"]
+EscalationTrigger = Literal["unsupported", "uncited", "misattributed", "unchecked", "fabricated", "malformed",
+                            "provider_error", "abstained"]
 ESCALATION_TRIGGERS: tuple[str, ...] = get_args(EscalationTrigger)
 TIER_KEYS = ("backend", "model", "api_base", "max_tokens")
 
@@ -271,7 +301,9 @@ class GenerateConfig:
             "backend, model, api_base, max_tokens. Empty: one tier, generate.backend/model.")
     escalate_on: tuple[EscalationTrigger, ...] = _tunable(
         ESCALATION_TRIGGERS, "When a tier's answer goes to the next tier (JSON list or comma-separated): "
-        "unsupported / uncited claim, fabricated marker, malformed reply after its repair turn, provider error, "
+        "unsupported / uncited claim, a claim another offered source states much more closely (misattributed), "
+        "an answer with no claim the validator could check (unchecked: only code, headings, lead-ins), "
+        "fabricated marker, malformed reply after its repair turn, provider error, "
         "abstained although the gate passed.")
 
     def __post_init__(self) -> None:
@@ -294,6 +326,13 @@ class ValidateConfig:
     encode_batch_size: int = _tunable(
         8, "Texts per forward pass inside the one validation encoder call (length-sorted): small batches keep "
            "short claims from being padded to the longest chunk.", lo=1, hi=1024)
+    # Set a priori, not tuned: a sentence copied from one source scores near 1 against that source's window,
+    # while a topical neighbour reaches the claim threshold well below it. How often it fires on right and on
+    # wrong answers is measured in BENCHMARKS.md ("Tiered generation").
+    misattribution_margin: float = _tunable(
+        0.2, "Flag a cited claim as misattributed when an offered source it does not cite reaches the claim "
+             "threshold AND beats every source it cites by at least this cosine margin; 0 switches the check off.",
+        lo=0.0, hi=2.0)
     nli_model: str = _tunable(
         "cross-encoder/nli-deberta-v3-small", "Entailment cross-encoder for the evaluation's NLI citation-support "
         "check (workbench eval); reported as unavailable when it does not resolve. Not used when answering.")

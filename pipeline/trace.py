@@ -205,7 +205,8 @@ class GateTrace:
     status: Literal["skipped", "ran"] = "skipped"
     decision: Literal["answer", "abstain"] = "abstain"
     signal: str = "auto"              # as configured
-    scale: Literal["rerank", "fused", "dense", "fused_and_dense", "learned"] = "fused"  # the rule actually applied
+    scale: Literal["rerank", "fused", "dense", "fused_and_dense", "learned", "window", "coverage", "critical", "bm25",
+                   "dense_margin", "fused_norm"] = "fused"  # the rule actually applied
     score: float = 0.0
     threshold: float = 0.0
     margin: float = 0.0               # score - threshold (of the binding condition)
@@ -265,6 +266,7 @@ class TierAttempt:
     supported: int = 0
     unsupported: int = 0
     uncited: int = 0
+    misattributed: int = 0
     fabricated_markers: tuple[int, ...] = ()
     validation_status: str = ""
     fallback_reason: str = ""
@@ -313,6 +315,11 @@ class ClaimCheck:
     fabricated_markers: tuple[int, ...] = ()
     best_similarity: float | None = None
     span: tuple[int, int] = (0, 0)    # [start, end) of the sentence in the answer, markers included
+    # an offered source this claim does not cite that matches it by validate.misattribution_margin more than
+    # every source it cites (pipeline.validation.citations): the claim is likely that source's, cited wrongly
+    closer_source: int | None = None
+    closer_similarity: float | None = None
+    closer_passage: str = ""
 
 
 @dataclass(frozen=True)
@@ -328,6 +335,8 @@ class ValidationTrace:
     supported: int = 0
     unsupported: int = 0
     uncited: int = 0
+    misattributed: int = 0                     # cited claims an uncited offered source matches much better
+    not_compared: tuple[int, ...] = ()         # offered sources left out of that comparison (no stored vectors)
     encoder_calls: int = 0
     latency_ms: float = 0.0
     non_claims: tuple[str, ...] = ()           # headings, lead-ins, questions: not checked, listed for review

@@ -7,6 +7,10 @@ with the tier's backend, model and reply budget) followed by one :func:`pipeline
 triggers that fired:
 
 - ``unsupported`` / ``uncited``: a claim no cited source supports, or a claim with no citation;
+- ``misattributed``: a cited claim that an offered source it does not cite states much more closely
+  (:mod:`pipeline.validation.citations`, ``validate.misattribution_margin``);
+- ``unchecked``: the validator ran but found no claim to check — every sentence is code, a heading, a lead-in
+  or a question — so nothing in the answer is verified;
 - ``fabricated``: a marker to a source that was never offered;
 - ``malformed``: the reply was still malformed after its repair turn (the stage fell back to extractive);
 - ``provider_error``: the provider failed or the backend could not load (the stage fell back to extractive);
@@ -60,6 +64,10 @@ def should_escalate(generation: GenerationTrace, validation: ValidationTrace,
             fired.add("unsupported")
         if validation.uncited:
             fired.add("uncited")
+        if validation.misattributed:
+            fired.add("misattributed")
+        if validation.status == "ran" and not (validation.supported + validation.unsupported + validation.uncited):
+            fired.add("unchecked")
         if validation.fabricated_markers:
             fired.add("fabricated")
     return tuple(t for t in triggers if t in fired)
@@ -96,7 +104,7 @@ def _attempt_record(number: int, tier: TierConfig, gen: GenerationTrace, val: Va
                        answer=gen.answer,
                        prompt_tokens=prompt, completion_tokens=completion, cost_usd=calls_cost,
                        llm_calls=gen.llm_calls, latency_ms=round(latency_ms, 3), supported=val.supported,
-                       unsupported=val.unsupported, uncited=val.uncited,
+                       unsupported=val.unsupported, uncited=val.uncited, misattributed=val.misattributed,
                        fabricated_markers=val.fabricated_markers, validation_status=val.status,
                        fallback_reason=gen.fallback_reason, escalate_reasons=reasons)
 

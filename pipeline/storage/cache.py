@@ -14,7 +14,8 @@ marker, no unsupported claim, no uncited factual sentence. Caching exists to rep
 generation must get a fresh try instead of being served again. So these are never cached:
 
 - an answer with a **fabricated marker** or an **unsupported claim** (the issue's rule: one bad generation
-  is not served again), or an **uncited** factual sentence (unverified, the same risk);
+  is not served again), an **uncited** factual sentence (unverified, the same risk), or a **misattributed**
+  claim (another offered source states it much more closely than the one cited);
 - **gate abstentions**: they cost no LLM call, so there is nothing to save, and recomputing them shows the
   closest documents of the current corpus;
 - **generator abstentions** (the model declined although retrieval passed the gate): the next try may
@@ -134,6 +135,8 @@ def why_not_cacheable(trace: Trace) -> str:
         return "unsupported claim"
     if val.uncited:
         return "uncited claim"
+    if val.misattributed:
+        return "misattributed claim"
     if not val.supported:
         return "no supported claim"
     return why_flagged(trace)

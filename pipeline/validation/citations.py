@@ -36,14 +36,21 @@ Algorithm, after the answer exists (:func:`run`):
    number that was never offered is **fabricated**: listed on the claim and in the summary, never removed —
    the sentence may still be right, and hiding the marker would hide the model's failure. A claim whose
    only markers are fabricated has nothing to be checked against, so it is ``unsupported``.
+   **Misattributed** (``validate.misattribution_margin``, a flag beside the verdict, not a verdict): a cited
+   claim is also compared with every offered source it does not cite, where that costs no encoding (the
+   source's vectors are stored, or another claim cites it; the others are listed in ``not_compared``). When
+   one of them reaches the claim threshold and beats every cited source by the margin, the claim records it
+   (``closer_source``, its cosine and passage): the sentence is most likely that source's, cited to another —
+   a topical neighbour can reach the threshold, so "supported" alone does not catch a wrong source. Tiered
+   generation escalates on it (trigger ``misattributed``).
    **Markers copied from a source** are not citations: a source may itself write "as the handbook explains
    [2]", and a model that copies the phrase has cited nothing. A marker to an offered source whose
    preceding words, marker included, stand verbatim in an offered source's text (:func:`quoted_markers`) is
    dropped from its claim and listed among the non-claims; a copied marker to a source never offered stays
    a fabricated marker (it is on the screen, pointing nowhere).
-5. **Summary**: counts per verdict; ``cited_sources`` (offered and cited), ``uncited_sources`` (offered,
-   never cited: the UI dims them), ``superseded_sources`` (offered chunks carrying ``superseded_by``: the
-   amber badge), the fabricated markers, the non-claims, encoder calls and latency.
+5. **Summary**: counts per verdict and of misattributed claims; ``cited_sources`` (offered and cited),
+   ``uncited_sources`` (offered, never cited: the UI dims them), ``superseded_sources`` (offered chunks carrying
+   ``superseded_by``: the amber badge), the fabricated markers, the non-claims, encoder calls and latency.
 
 Sources are matched to candidate texts by ``chunk_id``. Status ``skipped`` (with a reason) when generation
 did not run or the answer is the abstention sentence: there is nothing to validate; and when
@@ -54,6 +61,7 @@ with the reason and every marked claim stays ``unsupported`` (unverified is not 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import re
@@ -95,8 +103,10 @@ def run(generation: GenerationTrace, candidates: tuple[Candidate, ...], cfg: Val
     sentences, copied = _without_quoted_markers(answer, split_claims(answer), offered, sources)
     claims = [s for s in sentences if s.is_claim]
     pairs = _pairs_to_score(claims, offered, by_id)
-    sims, calls, failure = _similarities(pairs, claims, by_id, embedder, cfg, passages)
-    checks = tuple(_check_claim(i, c, offered, sims, cfg.claim_threshold, by_id) for i, c in enumerate(claims))
+    others = _other_pairs(claims, offered, by_id) if cfg.misattribution_margin > 0 else []
+    sims, calls, failure, not_compared = _similarities(pairs, claims, by_id, embedder, cfg, passages, others)
+    checks = tuple(_closer(_check_claim(i, c, offered, sims, cfg.claim_threshold, by_id), i, offered, sims, cfg)
+                   for i, c in enumerate(claims))
     all_markers = sorted({n for s in sentences for n in s.markers})
     cited = tuple(n for n in all_markers if n in offered)
     superseded = {c.chunk_id for c in candidates if c.superseded_by}
@@ -112,6 +122,8 @@ def run(generation: GenerationTrace, candidates: tuple[Candidate, ...], cfg: Val
         supported=sum(c.verdict == "supported" for c in checks),
         unsupported=sum(c.verdict == "unsupported" for c in checks),
         uncited=sum(c.verdict == "uncited" for c in checks),
+        misattributed=sum(c.closer_source is not None for c in checks),
+        not_compared=tuple(n for n in sorted(offered) if offered[n] in not_compared),
         encoder_calls=calls,
         non_claims=tuple(f"{s.why_not}: {s.text}" for s in sentences if not s.is_claim) + copied,
     )
@@ -132,6 +144,31 @@ def _pairs_to_score(claims: list[Sentence], offered: dict[int, str],
     """(claim index, chunk id) for every citation that points at an offered source with known text."""
     return [(i, offered[n]) for i, c in enumerate(claims) for n in c.markers
             if n in offered and offered[n] in texts]
+
+
+def _other_pairs(claims: list[Sentence], offered: dict[int, str],
+                 texts: dict[str, Candidate]) -> list[tuple[int, str]]:
+    """(claim index, chunk id) for every offered source a cited claim does NOT cite: the misattribution check."""
+    return [(i, cid) for i, c in enumerate(claims) if any(n in offered for n in c.markers)
+            for n, cid in sorted(offered.items()) if n not in c.markers and cid in texts]
+
+
+def _closer(check: ClaimCheck, i: int, offered: dict[int, str], sims: dict, cfg: ValidateConfig) -> ClaimCheck:
+    """The check with ``closer_source`` set when an offered source the claim does not cite reaches the claim
+    threshold and beats every cited source by ``validate.misattribution_margin`` (the module docstring, step 4)."""
+    if cfg.misattribution_margin <= 0 or check.best_similarity is None:
+        return check
+    best = None
+    for n, cid in sorted(offered.items()):
+        found = sims.get((i, cid))
+        if n in check.markers or found is None:
+            continue
+        if found[0] >= cfg.claim_threshold and found[0] >= check.best_similarity + cfg.misattribution_margin \
+                and (best is None or found[0] > best[1]):
+            best = (n, found[0], found[1])
+    if best is None:
+        return check
+    return dataclasses.replace(check, closer_source=best[0], closer_similarity=best[1], closer_passage=best[2])
 
 
 def chunk_passages(text: str, match: str = "passage") -> list[str]:
@@ -174,14 +211,19 @@ def _stored(lookup, chunk_ids: list[str], by_id: dict[str, Candidate], embedder)
 
 
 def _similarities(pairs, claims, by_id: dict[str, Candidate], embedder, cfg: ValidateConfig,
-                  lookup) -> tuple[dict, int, str]:
+                  lookup, others=()) -> tuple[dict, int, str, set[str]]:
     """(cosine, best passage) per (claim, chunk) from ONE encode call over the claims (and any passages
-    not stored)."""
+    not stored), and the chunks of ``others`` left out: an uncited chunk is compared only where that costs no
+    encoding (its vectors are stored, or another claim cites it)."""
     if not pairs:
-        return {}, 0, ""
+        return {}, 0, "", set()
     claim_ids = sorted({i for i, _ in pairs})
+    cited_ids = {cid for _, cid in pairs}
+    stored = _stored(lookup, sorted(cited_ids | {cid for _, cid in others}), by_id, embedder)
+    not_compared = {cid for _, cid in others if cid not in cited_ids and cid not in stored}
+    pairs = list(pairs) + [(i, cid) for i, cid in others if cid not in not_compared]
     chunk_ids = sorted({cid for _, cid in pairs})
-    stored = _stored(lookup, chunk_ids, by_id, embedder)
+    stored = {cid: v for cid, v in stored.items() if cid in chunk_ids}
     batch = [claims[i].text for i in claim_ids]
     rows: dict[str, list[int]] = {}
     windows: dict[str, list[str]] = {}
@@ -200,15 +242,16 @@ def _similarities(pairs, claims, by_id: dict[str, Candidate], embedder, cfg: Val
     try:
         vectors = np.asarray(_encode(embedder, batch, batch_size), dtype=np.float64)
     except Exception as exc:  # any encoder failure is recorded, never raised into the answer
-        return {}, 1, f"encoder failed: {type(exc).__name__}: {exc}"
+        return {}, 1, f"encoder failed: {type(exc).__name__}: {exc}", not_compared
     if vectors.ndim != 2 or vectors.shape[0] != len(batch) or not np.isfinite(vectors).all():
-        return {}, 1, f"encoder returned {vectors.shape} for {len(batch)} texts (or non-finite values)"
+        return {}, 1, f"encoder returned {vectors.shape} for {len(batch)} texts (or non-finite values)", not_compared
     unit = _normalise(vectors)
     mats = {cid: unit[r] for cid, r in rows.items()}
     for cid, (_, vecs) in stored.items():
         keep = vecs if cfg.match == "passage" else vecs[:1]
         if keep.shape[1] != unit.shape[1]:
-            return {}, 1, f"stored passage vectors of {cid} have dimension {keep.shape[1]}, not {unit.shape[1]}"
+            return ({}, 1, f"stored passage vectors of {cid} have dimension {keep.shape[1]}, not {unit.shape[1]}",
+                    not_compared)
         mats[cid] = _normalise(np.asarray(keep, dtype=np.float64))
     claim_row = {i: k for k, i in enumerate(claim_ids)}
     out = {}
@@ -216,7 +259,7 @@ def _similarities(pairs, claims, by_id: dict[str, Candidate], embedder, cfg: Val
         cosines = mats[cid] @ unit[claim_row[i]]
         best = int(np.argmax(cosines))
         out[i, cid] = (round(float(cosines[best]), 4), windows[cid][best - 1] if best else "")
-    return out, 1, ""
+    return out, 1, "", not_compared
 
 
 def _encode(embedder, texts: list[str], batch_size: int):

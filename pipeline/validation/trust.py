@@ -17,6 +17,8 @@ fake, so these rules adjust them against what the answer actually shows. Rules, 
    - ``validation_copied_marker`` — a marker in the answer was copied from a source's own text ("as the
      handbook explains [2]"), so it is shown but cites nothing (:func:`pipeline.validation.citations.quoted_markers`)
      → a limitation naming it;
+   - ``validation_misattributed`` — a cited claim that an offered source it does not cite states much more
+     closely (``ClaimCheck.closer_source``) → a limitation naming those sources;
    - ``validation_uncited`` — factual sentences with no marker → a limitation with the count (informative
      only: it does not lower confidence, because an unmarked sentence is often a connective summary of
      the cited ones);
@@ -94,7 +96,7 @@ def run(generation: GenerationTrace, validation: ValidationTrace) -> TrustTrace:
 
 
 _CAPPING_RULES = ("validation_fabricated", "validation_unsupported", "validation_failed", "cites_injected_source",
-                  "validation_copied_marker",
+                  "validation_copied_marker", "validation_misattributed",
                   "answer_reads_as_instruction", "answer_has_markup")
 
 
@@ -127,6 +129,13 @@ def validation_findings(validation: ValidationTrace) -> list[tuple[str, str]]:
                      else "statements are not supported by the sources they cite")
         out.append(("validation_unsupported", f"{n} {they_cite} (similarity below the threshold, or a value — "
                                               "number, setting, identifier — that no cited source contains)."))
+    if validation.status == "ran" and validation.misattributed:
+        pairs = ", ".join(f"[{c.closer_source}]" for c in validation.claims if c.closer_source is not None)
+        n = validation.misattributed
+        out.append(("validation_misattributed",
+                    f"{n} statement{'s' if n != 1 else ''} match{'es' if n == 1 else ''} another offered source "
+                    f"({pairs}) much more closely than {'its' if n == 1 else 'their'} citation; the citation may "
+                    "point to the wrong source."))
     if validation.uncited:
         n = validation.uncited
         has = "statement has" if n == 1 else "statements have"

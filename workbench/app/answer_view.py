@@ -139,11 +139,17 @@ def render_citations(trace: Trace, key: str) -> None:
         return
     header = (f"Citations — {val.unsupported} unsupported claim{'s' if val.unsupported != 1 else ''}"
               f" · {val.supported} supported · {val.uncited} uncited"
-              + (f" · {len(val.fabricated_markers)} fabricated marker(s)" if val.fabricated_markers else ""))
+              + (f" · {len(val.fabricated_markers)} fabricated marker(s)" if val.fabricated_markers else "")
+              + (f" · {val.misattributed} misattributed" if val.misattributed else ""))
     st.markdown(f"**{md(header)}**")
     st.html(f"<div class='wb-legend' style='font-size:0.85em'>{render.legend_html()}</div>")
     if val.status == "failed":
         st.error(md(f"Citation validation failed: {val.reason}. Every cited claim counts as unsupported."))
+    for c in val.claims:
+        if c.closer_source is not None:
+            st.warning(md(f"“{c.text}” cites {', '.join(f'[{m}]' for m in c.markers)}, but source "
+                          f"[{c.closer_source}] states it much more closely (similarity {c.closer_similarity:.3f} "
+                          f"against {c.best_similarity:.3f}): the citation may point to the wrong source."))
     cited = set(val.cited_sources) if val.status != "skipped" else {s.number for s in gen.sources}
     for group in _by_document(gen.sources):
         _render_document(trace, group, cited, key)

@@ -247,7 +247,8 @@ def _generation(trace: Trace, key: str) -> None:
             "escalated because": ", ".join(a.escalate_reasons), "prompt tokens": a.prompt_tokens,
             "completion tokens": a.completion_tokens, "cost": cost_text(a.cost_usd), "LLM calls": a.llm_calls,
             "latency ms": a.latency_ms, "supported / unsupported / uncited": f"{a.supported} / {a.unsupported} / "
-            f"{a.uncited}", "fabricated markers": ", ".join(f"[{m}]" for m in a.fabricated_markers),
+            f"{a.uncited}", "misattributed": a.misattributed,
+            "fabricated markers": ", ".join(f"[{m}]" for m in a.fabricated_markers),
             "validation": a.validation_status, "fallback reason": a.fallback_reason, "answer": a.answer}
             for a in gen.tiers]), hide_index=True, key=f"{key}.tiers")
     if gen.sources:
@@ -274,6 +275,7 @@ def _validation(trace: Trace, key: str) -> None:
         st.error(md(f"Validation failed: {val.reason}"))
     _kv([("status", val.status), ("claim threshold", val.threshold),
          ("supported / unsupported / uncited", f"{val.supported} / {val.unsupported} / {val.uncited}"),
+         ("misattributed claims", val.misattributed), ("not compared for misattribution", val.not_compared),
          ("fabricated markers", val.fabricated_markers), ("cited sources", val.cited_sources),
          ("uncited sources (dimmed)", val.uncited_sources), ("superseded sources (amber)", val.superseded_sources),
          ("encoder calls", val.encoder_calls), ("latency ms", val.latency_ms), ("reason", val.reason)], f"{key}.kv")
@@ -282,7 +284,10 @@ def _validation(trace: Trace, key: str) -> None:
             "claim": c.text, "verdict": c.verdict, "markers": ", ".join(f"[{m}]" for m in c.markers),
             "best similarity": c.best_similarity,
             "similarities": "; ".join(f"[{s.marker}] {fmt(s.similarity, 3)}" for s in c.similarities),
-            "fabricated": ", ".join(f"[{m}]" for m in c.fabricated_markers), "span": f"{c.span[0]}–{c.span[1]}"}
+            "fabricated": ", ".join(f"[{m}]" for m in c.fabricated_markers),
+            "closer source": (f"[{c.closer_source}] {fmt(c.closer_similarity, 3)}: {c.closer_passage}"
+                              if c.closer_source is not None else ""),
+            "span": f"{c.span[0]}–{c.span[1]}"}
             for c in val.claims]), hide_index=True, key=f"{key}.claims")
     if val.non_claims:
         st.markdown("**Not checked** (headings, lead-ins, questions)")

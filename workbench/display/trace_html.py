@@ -174,7 +174,10 @@ def validation_section(trace: Trace) -> str:
     counts = fields([("reason", val.reason), ("claim threshold", val.threshold if val.status == "ran" else ""),
                      ("supported / unsupported / uncited",
                       f"{val.supported} / {val.unsupported} / {val.uncited}" if val.status == "ran" else ""),
-                     ("uncited sources", ", ".join(f"[{n}]" for n in val.uncited_sources))])
+                     ("uncited sources", ", ".join(f"[{n}]" for n in val.uncited_sources)),
+                     ("misattributed", "; ".join(f"{c.text} → closer to [{c.closer_source}] "
+                                                 f"({num(c.closer_similarity)})"
+                                                 for c in val.claims if c.closer_source is not None))])
     claims = table(("verdict", "claim", "cited → similarity", "best"), rows) if rows else ""
     return section("validate", val.status, fabricated + counts + claims)
 

@@ -28,7 +28,7 @@ from pipeline.generation import tiers
 from pipeline.generation.prompts import ABSTENTION_MESSAGE
 from pipeline.models.registry import Models
 from pipeline.testing import FakeEmbedder
-from pipeline.trace import Candidate, GenerationTrace, LLMAttempt, Trace, ValidationTrace
+from pipeline.trace import Candidate, ClaimCheck, GenerationTrace, LLMAttempt, Trace, ValidationTrace
 from tests.support.openai_stub import OpenAIStub, RecordedRequest, Reply, ServerError
 
 CHEAP, EXPENSIVE = "openai/gpt-4o-mini", "openai/gpt-4o"
@@ -161,7 +161,10 @@ def _gen(**kw) -> GenerationTrace:
 @pytest.mark.parametrize("gen, val, fired", [
     (_gen(), ValidationTrace(status="ran", supported=2), ()),
     (_gen(), ValidationTrace(status="ran", unsupported=1, uncited=1), ("unsupported", "uncited")),
-    (_gen(), ValidationTrace(status="ran", fabricated_markers=(9,)), ("fabricated",)),
+    (_gen(), ValidationTrace(status="ran", supported=1, fabricated_markers=(9,)), ("fabricated",)),
+    (_gen(), ValidationTrace(status="ran", claims=(ClaimCheck("x", (1,), verdict="supported"),), supported=1,
+                             misattributed=1), ("misattributed",)),
+    (_gen(answer="```\nharborctl backup create\n``` [1]"), ValidationTrace(status="ran"), ("unchecked",)),
     (_gen(status="abstained", is_abstention=True), ValidationTrace(), ("abstained",)),
     (_gen(status="fallback", attempts=(LLMAttempt(parse_error="x"), LLMAttempt(parse_error="y"))),
      ValidationTrace(status="ran", supported=1), ("malformed",)),

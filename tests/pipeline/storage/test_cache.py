@@ -57,6 +57,7 @@ def test_a_corpus_change_or_another_config_misses(cache):
     ({"fabricated_markers": (7,)}, "fabricated marker"),
     ({"unsupported": 1}, "unsupported claim"),
     ({"uncited": 1}, "uncited claim"),
+    ({"misattributed": 1}, "misattributed claim"),
     ({"status": "failed"}, "validation failed"),
     ({"supported": 0}, "no supported claim"),
 ])

@@ -373,3 +373,72 @@ def test_a_line_quoted_verbatim_from_its_source_misses_no_key_fact(line):
 
 def test_a_changed_number_is_still_a_missing_fact():
     assert citations.missing_facts("The timeout is 42 seconds.", ["The timeout is 42.5 seconds."]) == ["42"]
+
+
+# -- misattributed citations --------------------------------------------------------------------------
+
+COPIED = "Deliveries are retried with exponential backoff and full jitter"   # verbatim in the "retries" chunk
+NEIGHBOUR = "Failed deliveries are retried later with exponential backoff."    # close enough to reach 0.5
+
+
+class _StoredLookup:
+    """``Store.passage_vectors`` for a fixed set of chunks, made the way ingestion makes them."""
+
+    def __init__(self, embedder, chunks: dict[str, str]) -> None:
+        from pipeline.storage.catalogue import StoredPassages
+
+        self.entries = {}
+        for cid, text in chunks.items():
+            windows = citations.chunk_passages(text)[1:]
+            vectors = embedder.encode([" > ".join(()) + "\n" + text, *windows])
+            self.entries[cid] = StoredPassages(cid, embedder.name, citations.passage_key((), text), tuple(windows),
+                                               vectors)
+
+    def __call__(self, chunk_ids):
+        return {cid: self.entries[cid] for cid in chunk_ids if cid in self.entries}
+
+
+def _with_neighbour(answer: str, stored: tuple[str, ...], cfg: ValidateConfig | None = None):
+    chunks = {**CHUNKS, "neighbour": NEIGHBOUR}
+    cands = tuple(Candidate(chunk_id=cid, doc_id=f"doc-{cid}", title=cid.title(), text=text)
+                  for cid, text in chunks.items())
+    embedder = FakeEmbedder()
+    lookup = _StoredLookup(FakeEmbedder(), {cid: chunks[cid] for cid in stored})
+
+    class Ctx(StageContext):
+        def passages(self):
+            return lookup
+
+    gen = generation(answer, offered=("timeout", "retries", "signing", "neighbour"))
+    return citations.run(gen, cands, cfg or ValidateConfig(), Ctx(Models(embedder=embedder))), embedder
+
+
+def test_a_sentence_copied_from_one_source_but_cited_to_a_neighbour_is_flagged_misattributed():
+    val, embedder = _with_neighbour(f"{COPIED} [4].", stored=tuple(CHUNKS) + ("neighbour",))
+    (claim,) = val.claims
+    assert claim.verdict == "supported" and claim.best_similarity < 0.9   # the neighbour alone passes the threshold
+    assert claim.closer_source == 2 and claim.closer_similarity == 1.0
+    assert claim.closer_passage == COPIED + "."
+    assert val.misattributed == 1 and val.not_compared == ()
+    assert embedder.texts_seen == 1   # every source's vectors were stored: only the claim was encoded
+
+
+def test_citing_the_source_that_states_it_is_not_flagged_and_the_margin_switches_the_check():
+    right, _ = _with_neighbour(f"{COPIED} [2].", stored=tuple(CHUNKS) + ("neighbour",))
+    assert right.claims[0].closer_source is None and right.misattributed == 0
+    off, _ = _with_neighbour(f"{COPIED} [4].", stored=tuple(CHUNKS) + ("neighbour",),
+                             cfg=ValidateConfig(misattribution_margin=0.0))
+    assert off.claims[0].closer_source is None and off.misattributed == 0
+    assert off.claims[0].verdict == "supported"
+    wide, _ = _with_neighbour(f"{COPIED} [4].", stored=tuple(CHUNKS) + ("neighbour",),
+                              cfg=ValidateConfig(misattribution_margin=0.5))
+    assert wide.misattributed == 0   # 1.0 does not beat the cited source by 0.5
+
+
+def test_sources_without_stored_vectors_are_not_encoded_for_the_check_and_are_listed():
+    val, embedder = _with_neighbour(f"{COPIED} [4].", stored=("neighbour",))
+    assert val.misattributed == 0 and val.not_compared == (1, 2, 3)
+    assert embedder.texts_seen == 1
+    cited_elsewhere, _ = _with_neighbour(f"{COPIED} [4]. Signatures use HMAC-SHA256 over the raw body [3]. "
+                                         "Deliveries back off [2].", stored=("neighbour",))
+    assert cited_elsewhere.claims[0].closer_source == 2 and cited_elsewhere.not_compared == (1,)

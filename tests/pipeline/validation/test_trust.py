@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.trace import GenerationTrace, ValidationTrace
+from pipeline.trace import ClaimCheck, GenerationTrace, ValidationTrace
 from pipeline.validation import trust
 
 CLEAN = ValidationTrace(status="ran", supported=2, cited_sources=(1, 2))
@@ -71,6 +71,16 @@ def test_high_next_to_an_unsupported_claim_is_capped_at_medium_with_the_reason()
     assert result.limitations == ("1 statement is not supported by the sources it cites (similarity below the "
                                   "threshold, or a value — number, setting, identifier — that no cited source "
                                   "contains).",)
+
+
+def test_a_claim_another_source_states_more_closely_names_that_source_and_caps_high():
+    claim = ClaimCheck("Deliveries back off [1].", (1,), verdict="supported", best_similarity=0.6, closer_source=3,
+                       closer_similarity=0.97)
+    val = ValidationTrace(status="ran", claims=(claim,), supported=1, misattributed=1, cited_sources=(1,))
+    result = trust.run(gen("HIGH"), val)
+    assert result.final_confidence == "MEDIUM"
+    assert result.rules_fired == ("validation_misattributed", "validation_cap")
+    assert "[3]" in result.limitations[0] and "wrong source" in result.limitations[0]
 
 
 def test_a_fabricated_marker_is_named_in_a_limitation():

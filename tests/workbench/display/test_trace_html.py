@@ -38,8 +38,8 @@ def hostile_trace() -> Trace:
     other = Candidate(chunk_id="doc-b#0", doc_id="doc-b", title="Other", text="Other text", dense_rank=2,
                       fused_score=0.0161, fused_rank=2)
     claims = (
-        ClaimCheck(text=f"Supported claim {SCRIPT}", markers=(1,), verdict="supported", best_similarity=0.91,
-                   similarities=(CitationScore(1, "doc-a#0", 0.91),)),
+        ClaimCheck(text=f"Supported claim {SCRIPT}", markers=(1,), verdict="supported", best_similarity=0.71,
+                   similarities=(CitationScore(1, "doc-a#0", 0.71),), closer_source=2, closer_similarity=0.98),
         ClaimCheck(text="Unsupported claim", markers=(2,), verdict="unsupported", best_similarity=0.2,
                    similarities=(CitationScore(2, "doc-b#0", 0.2),)),
         ClaimCheck(text="Claim citing a source never offered", markers=(7,), verdict="unsupported",
@@ -59,7 +59,8 @@ def hostile_trace() -> Trace:
         generation=GenerationTrace(status="answered", backend="extractive", answer=f"Answer {SCRIPT} [1][2][7].",
                                    sources=(Source(1, "doc-a#0", "doc-a", f"Title {SCRIPT}"),
                                             Source(2, "doc-b#0", "doc-b", "Other"))),
-        validation=ValidationTrace(status="ran", claims=claims, fabricated_markers=(7,), supported=1, unsupported=2),
+        validation=ValidationTrace(status="ran", claims=claims, fabricated_markers=(7,), supported=1, unsupported=2,
+                                   misattributed=1),
         trust=TrustTrace(status="ran", reported_confidence="HIGH", final_confidence="MEDIUM",
                          rules_fired=("unsupported claim",)),
         answer=f"Answer {SCRIPT} [1][2][7].", confidence="MEDIUM", llm_calls=1, config_hash="abc123",
@@ -85,6 +86,11 @@ def test_verdicts_are_coloured_supported_emerald_unsupported_and_fabricated_rose
     assert all(f"color:{EMERALD}" in s["style"] for s in supported)
     assert all(f"color:{ROSE}" in s["style"] for s in unsupported + fabricated)
     assert "[7]" in soup.select_one(".wb-fabricated").get_text()
+
+
+def test_a_misattributed_claim_names_the_source_that_states_it():
+    validate = _soup(hostile_trace()).select_one('details[data-stage="validate"]').get_text()
+    assert f"Supported claim {SCRIPT} → closer to [2] (0.980)" in validate
 
 
 def test_script_in_question_chunk_title_answer_claim_and_reason_shows_as_text():
