@@ -316,9 +316,9 @@ class ClaimCheck:
     best_similarity: float | None = None
     span: tuple[int, int] = (0, 0)    # [start, end) of the sentence in the answer, markers included
     # an offered source this claim does not cite that matches it by validate.misattribution_margin more than
-    # every source it cites (pipeline.validation.citations): the claim is likely that source's, cited wrongly
+    # every source it cites, by cosine or by copied words (pipeline.validation.citations): likely that source's
     closer_source: int | None = None
-    closer_similarity: float | None = None
+    closer_similarity: float | None = None     # its cosine; None when only the word test found it
     closer_passage: str = ""
 
 
@@ -336,7 +336,7 @@ class ValidationTrace:
     unsupported: int = 0
     uncited: int = 0
     misattributed: int = 0                     # cited claims an uncited offered source matches much better
-    not_compared: tuple[int, ...] = ()         # offered sources left out of that comparison (no stored vectors)
+    not_compared: tuple[int, ...] = ()         # offered sources left out of its cosine test (no stored vectors)
     encoder_calls: int = 0
     latency_ms: float = 0.0
     non_claims: tuple[str, ...] = ()           # headings, lead-ins, questions: not checked, listed for review

@@ -41,7 +41,12 @@ Algorithm, after the answer exists (:func:`run`):
    source's vectors are stored, or another claim cites it; the others are listed in ``not_compared``). When
    one of them reaches the claim threshold and beats every cited source by the margin, the claim records it
    (``closer_source``, its cosine and passage): the sentence is most likely that source's, cited to another —
-   a topical neighbour can reach the threshold, so "supported" alone does not catch a wrong source. Tiered
+   a topical neighbour can reach the threshold, so "supported" alone does not catch a wrong source. The same
+   holds by words, for every offered source and without vectors: when one sentence window of an uncited source
+   holds :data:`COPIED` of the claim's content words (a claim of at least :data:`MIN_COPIED_WORDS`) and that share
+   beats every cited source's by the margin, the claim was copied from it (:func:`copied_share`). Window vectors
+   pooled from the chunk's own pass (``ingest.passage_vectors_mode=late``) are contextual, so a copied sentence
+   no longer scores 1.0 against its own window; the word test does not depend on them. Tiered
    generation escalates on it (trigger ``misattributed``).
    **Markers copied from a source** are not citations: a source may itself write "as the handbook explains
    [2]", and a model that copies the phrase has cited nothing. A marker to an offered source whose
@@ -71,6 +76,7 @@ import numpy as np
 from pipeline.config import ValidateConfig
 from pipeline.context import StageContext
 from pipeline.text.sentences import MARKER, code_spans, inside
+from pipeline.text.tokenize import STOP_WORDS, tokenize
 from pipeline.trace import Candidate, CitationScore, ClaimCheck, GenerationTrace, ValidationTrace
 from pipeline.validation.claims import Sentence, marker_numbers, split_claims
 
@@ -80,6 +86,8 @@ __all__ = ["run", "split_claims", "chunk_passages", "passage_key", "marker_verdi
 MAX_PASSAGES_PER_CHUNK = 64   # a chunk is ~220 words; this only bounds a pathological one
 PASSAGES_VERSION = "1"        # bump when chunk_passages changes, so stored windows are not reused
 CLAIMS_ONLY_BATCH = 64        # claims are all short: one mini-batch pads little
+COPIED = 0.9                  # misattribution by words: this share of the claim's content words in one window ...
+MIN_COPIED_WORDS = 4          # ... of a claim with at least this many (fewer match by chance)
 VALIDATION_OFF = "validation off (validate.enabled=false): the citations were not checked"
 _FULLWIDTH = {0xFF3B: "[", 0xFF3D: "]", 0xFF0C: ",", **{0xFF10 + d: str(d) for d in range(10)}}
 
@@ -105,8 +113,8 @@ def run(generation: GenerationTrace, candidates: tuple[Candidate, ...], cfg: Val
     pairs = _pairs_to_score(claims, offered, by_id)
     others = _other_pairs(claims, offered, by_id) if cfg.misattribution_margin > 0 else []
     sims, calls, failure, not_compared = _similarities(pairs, claims, by_id, embedder, cfg, passages, others)
-    checks = tuple(_closer(_check_claim(i, c, offered, sims, cfg.claim_threshold, by_id), i, offered, sims, cfg)
-                   for i, c in enumerate(claims))
+    checks = tuple(_closer(_check_claim(i, c, offered, sims, cfg.claim_threshold, by_id), i, offered, sims, cfg,
+                           by_id) for i, c in enumerate(claims))
     all_markers = sorted({n for s in sentences for n in s.markers})
     cited = tuple(n for n in all_markers if n in offered)
     superseded = {c.chunk_id for c in candidates if c.superseded_by}
@@ -153,22 +161,50 @@ def _other_pairs(claims: list[Sentence], offered: dict[int, str],
             for n, cid in sorted(offered.items()) if n not in c.markers and cid in texts]
 
 
-def _closer(check: ClaimCheck, i: int, offered: dict[int, str], sims: dict, cfg: ValidateConfig) -> ClaimCheck:
-    """The check with ``closer_source`` set when an offered source the claim does not cite reaches the claim
-    threshold and beats every cited source by ``validate.misattribution_margin`` (the module docstring, step 4)."""
+def _words(text: str) -> set[str]:
+    return {t for t in tokenize(MARKER.sub(" ", text)) if t not in STOP_WORDS}
+
+
+def copied_share(claim: str, text: str) -> tuple[float, str]:
+    """The largest share of the claim's content words (stop words and markers aside) found in one sentence window
+    of ``text`` (:func:`chunk_passages`), and that window: 1.0 for a sentence copied word for word."""
+    words = _words(claim)
+    if not words:
+        return 0.0, ""
+    best = (0.0, "")
+    for window in chunk_passages(text)[1:] or [text]:
+        share = len(words & _words(window)) / len(words)
+        if share > best[0]:
+            best = (share, window)
+    return best
+
+
+def _closer(check: ClaimCheck, i: int, offered: dict[int, str], sims: dict, cfg: ValidateConfig,
+            by_id: dict[str, Candidate]) -> ClaimCheck:
+    """The check with ``closer_source`` set when an offered source the claim does not cite states it much more
+    closely than every source it cites — by cosine or by copied words (the module docstring, step 4)."""
     if cfg.misattribution_margin <= 0 or check.best_similarity is None:
         return check
-    best = None
+    margin, best = cfg.misattribution_margin, None
+    cited = [offered[n] for n in check.markers if n in offered and offered[n] in by_id]
+    copied_cited = None
+    if len(_words(check.text)) >= MIN_COPIED_WORDS:
+        copied_cited = max((copied_share(check.text, by_id[cid].text)[0] for cid in cited), default=0.0)
     for n, cid in sorted(offered.items()):
-        found = sims.get((i, cid))
-        if n in check.markers or found is None:
+        if n in check.markers or cid not in by_id:
             continue
-        if found[0] >= cfg.claim_threshold and found[0] >= check.best_similarity + cfg.misattribution_margin \
-                and (best is None or found[0] > best[1]):
-            best = (n, found[0], found[1])
+        found = sims.get((i, cid))
+        by_cosine = (found is not None and found[0] >= cfg.claim_threshold
+                     and found[0] >= check.best_similarity + margin)
+        share, window = copied_share(check.text, by_id[cid].text) if copied_cited is not None else (0.0, "")
+        by_words = copied_cited is not None and share >= COPIED and share >= copied_cited + margin
+        if by_cosine or by_words:
+            key = (found[0] if found else -1.0, share)
+            if best is None or key > best[0]:
+                best = (key, n, found[0] if found else None, found[1] if by_cosine else window)
     if best is None:
         return check
-    return dataclasses.replace(check, closer_source=best[0], closer_similarity=best[1], closer_passage=best[2])
+    return dataclasses.replace(check, closer_source=best[1], closer_similarity=best[2], closer_passage=best[3])
 
 
 def chunk_passages(text: str, match: str = "passage") -> list[str]:

@@ -147,9 +147,11 @@ def render_citations(trace: Trace, key: str) -> None:
         st.error(md(f"Citation validation failed: {val.reason}. Every cited claim counts as unsupported."))
     for c in val.claims:
         if c.closer_source is not None:
+            how = (f"similarity {c.closer_similarity:.3f} against {c.best_similarity:.3f}"
+                   if c.closer_similarity is not None else "nearly word for word")
             st.warning(md(f"“{c.text}” cites {', '.join(f'[{m}]' for m in c.markers)}, but source "
-                          f"[{c.closer_source}] states it much more closely (similarity {c.closer_similarity:.3f} "
-                          f"against {c.best_similarity:.3f}): the citation may point to the wrong source."))
+                          f"[{c.closer_source}] states it much more closely ({how}): the citation may point to the "
+                          "wrong source."))
     cited = set(val.cited_sources) if val.status != "skipped" else {s.number for s in gen.sources}
     for group in _by_document(gen.sources):
         _render_document(trace, group, cited, key)

@@ -6,6 +6,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pipeline.config import ValidateConfig
 from pipeline.context import StageContext
@@ -435,10 +437,25 @@ def test_citing_the_source_that_states_it_is_not_flagged_and_the_margin_switches
     assert wide.misattributed == 0   # 1.0 does not beat the cited source by 0.5
 
 
-def test_sources_without_stored_vectors_are_not_encoded_for_the_check_and_are_listed():
+def test_sources_without_stored_vectors_are_not_encoded_but_a_copied_sentence_is_still_found_by_its_words():
     val, embedder = _with_neighbour(f"{COPIED} [4].", stored=("neighbour",))
-    assert val.misattributed == 0 and val.not_compared == (1, 2, 3)
-    assert embedder.texts_seen == 1
+    assert val.not_compared == (1, 2, 3) and embedder.texts_seen == 1   # no cosine with 1-3, nothing encoded
+    (claim,) = val.claims
+    assert val.misattributed == 1 and claim.closer_source == 2 and claim.closer_similarity is None
+    assert claim.closer_passage == COPIED + "."
+    short, _ = _with_neighbour("Deliveries retried [4].", stored=("neighbour",))
+    assert short.misattributed == 0   # too few words to call a copy
     cited_elsewhere, _ = _with_neighbour(f"{COPIED} [4]. Signatures use HMAC-SHA256 over the raw body [3]. "
                                          "Deliveries back off [2].", stored=("neighbour",))
-    assert cited_elsewhere.claims[0].closer_source == 2 and cited_elsewhere.not_compared == (1,)
+    assert cited_elsewhere.claims[0].closer_source == 2 and cited_elsewhere.claims[0].closer_similarity == 1.0
+    assert cited_elsewhere.not_compared == (1,)
+
+
+@given(st.text(max_size=200), st.text(max_size=400),
+       st.text(st.characters(whitelist_categories=("L", "Nd", "Zs")), max_size=200))
+def test_copied_share_is_a_share_and_a_sentence_copied_word_for_word_scores_one(claim, text, prose):
+    share, window = citations.copied_share(claim, text)
+    assert 0.0 <= share <= 1.0 and (share == 0.0 or window)
+    text = prose
+    sentence = "Relay keeps every dead-lettered event for fourteen days before deleting it."
+    assert citations.copied_share(sentence, f"{text} {sentence} Other words follow here.")[0] == 1.0
