@@ -164,12 +164,13 @@ class GateConfig:
     # Single-signal rules (gate.signal=window, ...; pipeline/gate/rule.py): each threshold is the best point
     # `workbench tune golden/golden.jsonl` reports for that rule at <= 5 % false answers (made readable as its
     # recommendations are), fitted on the golden set's tune part only (golden/golden.split.json), never on the test
-    # part; the same report gives each rule's rates on the held-out test part. For critical and fused_norm no
-    # threshold inside the signal's range answers anything within that bound on the tune part, so their default is
-    # the strictest one in range, 1.0 (every critical term found; first on both legs), and neither is a good rule
-    # alone. Provisional: re-tune on your data.
+    # part; the same report gives each rule's rates on the held-out test part. The window cosines are those of the
+    # default passage-vector mode (ingest.passage_vectors_mode): re-tune window after switching it. For critical
+    # and fused_norm no threshold inside the signal's range answers anything within that bound on the tune part,
+    # so their default is the strictest one in range, 1.0 (every critical term found; first on both legs), and
+    # neither is a good rule alone. Provisional: re-tune on your data.
     confidence_threshold_window: float = _tunable(
-        0.7745, "Rule window: answer when the best sentence-window cosine of the top passages is at least this.",
+        0.774, "Rule window: answer when the best sentence-window cosine of the top passages is at least this.",
         lo=-1.0, hi=1.0, provisional=True)
     confidence_threshold_coverage: float = _tunable(
         0.76, "Rule coverage: answer when one top passage holds at least this share of the query's IDF-weighted "

@@ -59,7 +59,10 @@ def score_distributions_figure(scores: Mapping[str, Sequence[float]], answerable
     """One histogram panel per signal; ``thresholds``: signal → {"current": t, "recommended": t}."""
     names = [n for n, v in scores.items() if np.isfinite(np.asarray(v, dtype=float)).any()]
     titles = [f"{n}" + (f" (ROC-AUC {aucs[n]:.3f})" if aucs and aucs.get(n) is not None else "") for n in names]
-    fig = make_subplots(rows=max(len(names), 1), cols=1, subplot_titles=titles or ["no scores"], vertical_spacing=0.12)
+    rows = max(len(names), 1)
+    # plotly refuses a spacing above 1 / (rows - 1): ten signals need a tighter one than four
+    fig = make_subplots(rows=rows, cols=1, subplot_titles=titles or ["no scores"],
+                        vertical_spacing=min(0.12, 0.6 / max(rows - 1, 1)))
     y = np.asarray(answerable, dtype=bool)
     for row, name in enumerate(names, 1):
         values = np.asarray(scores[name], dtype=float)

@@ -4,16 +4,18 @@ Method:
 
 1. **Traces** come from an evaluation (``traces.jsonl``) or one ``Pipeline.search`` per case
    (:mod:`workbench.tune`); either way retrieval ran once and is never repeated here.
-2. **Scores**, once per trace, with :func:`pipeline.gate.stage.gate_inputs` and
-   :func:`pipeline.gate.stage.score_arrays` (the gate's own extraction): the top rerank score (NaN when the
-   reranker did not run), the top fused RRF score, the best dense cosine.
+2. **Scores**, once per trace, with :func:`pipeline.gate.stage.gate_inputs`,
+   :func:`pipeline.gate.stage.score_arrays` and :func:`pipeline.gate.stage.evidence_arrays` (the gate's own
+   extraction): the top rerank score (NaN when the reranker did not run), the top fused RRF score, the best dense
+   cosine, and each evidence signal a single-signal rule reads (NaN where it was not measured).
 3. **Vectorised replay**: :func:`pipeline.gate.rule.answers`, the rule the gate itself decides with,
    broadcast over thresholds × cases — the sweep's decisions are the gate's by construction.
-4. **Per signal**: ROC-AUC of answerable vs unanswerable (a missing score ranks lowest), the exact trade-off
-   curve (every midpoint between two distinct observed scores is a candidate threshold, so a chosen
-   threshold never sits on a case's score), the current threshold's rates, and the **best point**: the most
-   answerable cases answered with a false-answer rate on unanswerable <= the bound (ties: the lower
-   false-answer rate). The combined rule is searched exactly over both candidate sets.
+4. **Per signal** (rerank, fused, dense, learned and each single evidence signal): ROC-AUC of answerable vs
+   unanswerable (a missing score ranks lowest), the exact trade-off curve (every midpoint between two distinct
+   observed scores is a candidate threshold, so a chosen threshold never sits on a case's score), the current
+   threshold's rates, and the **best point**: the most answerable cases answered with a false-answer rate on
+   unanswerable <= the bound (ties: the lower false-answer rate). The combined rule is searched exactly over both
+   candidate sets.
 5. **Cross-validation**: a threshold chosen and scored on the same cases flatters itself, so each best
    point is also chosen on 4/5 of the cases and scored on the held-out 1/5 (folds stratified by answerable /
    unanswerable, seed 0; given ``groups``, linked cases — one conversation, near-duplicates — share a fold).
@@ -30,8 +32,8 @@ It reports; it never rewrites the config.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -39,15 +41,14 @@ from pipeline.config import GateConfig
 from pipeline.gate import learned as gate_learned
 from pipeline.gate import rule as gate_rule
 from pipeline.gate import signals as gate_signals
-from pipeline.gate.stage import GateInputs, gate_inputs, learned_scores, score_arrays
+from pipeline.gate.stage import GateInputs, evidence_arrays, gate_inputs, learned_scores, score_arrays
 from pipeline.trace import Trace
 from workbench.metrics import roc_auc
 
-SIGNALS = ("rerank", "fused", "dense", "learned")
-FIELDS = {"t_rerank": "confidence_threshold_rerank", "t_fused": "confidence_threshold_fused",
-          "t_dense": "confidence_threshold_dense", "t_learned": "confidence_threshold_learned"}
-RULE_KEYS = {"rerank": ("t_rerank",), "fused": ("t_fused",), "dense": ("t_dense",),
-             "fused_and_dense": ("t_fused", "t_dense"), "learned": ("t_learned",),
+# the single-score rules: each reads one signal against its own threshold t_<signal>
+SIGNALS = ("rerank", "fused", "dense", "learned", *gate_rule.EVIDENCE)
+FIELDS = {f"t_{name}": f"confidence_threshold_{name}" for name in SIGNALS}
+RULE_KEYS = {**{name: (f"t_{name}",) for name in SIGNALS}, "fused_and_dense": ("t_fused", "t_dense"),
              "auto": ("t_rerank", "t_fused", "t_dense", "t_learned")}
 FAR_BOUNDS = (0.05, 0.10, 0.20)
 
@@ -62,16 +63,33 @@ class Scores:
     dense: np.ndarray
     inputs: tuple[GateInputs, ...]  # the gate's own inputs, for per-case replay with pipeline.gate.stage.decide
     learned: np.ndarray | None = None  # the learned rule's probability (NaN: no candidates); None: not computed
+    # the single-signal rules' values (pipeline.gate.rule.EVIDENCE), NaN where not measured; None: taken from
+    # ``inputs`` (all NaN without them: those rules then abstain on every case)
+    evidence_values: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        given = dict(self.evidence_values or {})
+        found = evidence_arrays(self.inputs) if self.inputs else {}
+        object.__setattr__(self, "evidence_values", {
+            name: np.asarray(given[name], dtype=np.float64) if name in given
+            else found.get(name, np.full(len(self.ids), np.nan)) for name in gate_rule.EVIDENCE})
 
     def signal(self, name: str) -> np.ndarray:
         if name == "learned":
             return self.learned if self.learned is not None else np.full(len(self.ids), np.nan)
+        if name in gate_rule.EVIDENCE:
+            return self.evidence_values[name]
         return getattr(self, name)
 
-    def answers(self, rule: str, *, t_rerank, t_fused, t_dense, t_learned=0.5) -> np.ndarray:
-        """:func:`pipeline.gate.rule.answers` on these cases (thresholds broadcast, cases on the last axis)."""
+    def answers(self, rule: str, *, t_rerank, t_fused, t_dense, t_learned=0.5, **t_evidence) -> np.ndarray:
+        """:func:`pipeline.gate.rule.answers` on these cases (thresholds broadcast, cases on the last axis);
+        ``t_evidence``: the single-signal rules' thresholds by key (``t_window=...``)."""
+        unknown = set(t_evidence) - {f"t_{name}" for name in gate_rule.EVIDENCE}
+        if unknown:
+            raise TypeError(f"unknown threshold(s) {', '.join(sorted(unknown))}")
         return gate_rule.answers(self.rerank, self.fused, self.dense, rule, t_rerank, t_fused, t_dense,
-                                 self.learned, t_learned)
+                                 self.learned, t_learned, self.evidence_values,
+                                 {key[2:]: value for key, value in t_evidence.items()})
 
     def available(self) -> tuple[str, ...]:
         return tuple(s for s in SIGNALS if np.isfinite(self.signal(s)).any())
@@ -80,18 +98,16 @@ class Scores:
         return Scores(ids=tuple(self.ids[i] for i in idx), answerable=self.answerable[idx], rerank=self.rerank[idx],
                       fused=self.fused[idx], dense=self.dense[idx],
                       inputs=tuple(self.inputs[i] for i in idx) if self.inputs else (),
-                      learned=None if self.learned is None else self.learned[idx])
+                      learned=None if self.learned is None else self.learned[idx],
+                      evidence_values={name: values[idx] for name, values in self.evidence_values.items()})
 
     def with_gate(self, gate: GateConfig) -> Scores:
         """The same cases with the learned probability recomputed under ``gate``'s coefficients."""
-        return Scores(ids=self.ids, answerable=self.answerable, rerank=self.rerank, fused=self.fused,
-                      dense=self.dense, inputs=self.inputs, learned=learned_scores(self.inputs, gate))
+        return replace(self, learned=learned_scores(self.inputs, gate))
 
     def evidence(self) -> dict[str, np.ndarray]:
         """Every evidence signal (:mod:`pipeline.gate.signals`) per case, NaN where not measured."""
-        return {name: np.array([np.nan if gate_signals.value(i.signals, name) is None
-                                else gate_signals.value(i.signals, name) for i in self.inputs], dtype=np.float64)
-                for name in gate_signals.NAMES}
+        return evidence_arrays(self.inputs, gate_signals.NAMES)
 
 
 def extract(ids: Sequence[str], answerable: Sequence[bool], traces: Sequence[Trace],
@@ -230,26 +246,21 @@ def rule_report(s: Scores, rule: str, cfg: GateConfig, max_far: float, groups: S
 
 # -- evidence signals and the learned rule ------------------------------------------------------------------------
 
-def evidence_report(s: Scores, max_far: float) -> dict:
-    """Each evidence signal alone: ROC-AUC, and the most answerable answered at false answers <= ``max_far``
-    (``score >= threshold``; these are measurements, not gate rules: only ``learned`` combines them)."""
+def evidence_report(s: Scores, cfg: GateConfig, max_far: float) -> dict:
+    """Each evidence signal (:mod:`pipeline.gate.signals`): how many cases have a value, ROC-AUC, and the best
+    point at false answers <= ``max_far`` of its own gate rule (:func:`best_setting`; every signal is one:
+    ``rerank``, ``dense`` and the single-signal rules)."""
     out = {}
     for name, values in s.evidence().items():
         finite = np.isfinite(values)
         if not finite.any():
             out[name] = {"cases_with_score": 0, "roc_auc": None, "best": None}
             continue
-        thresholds = candidate_thresholds(values)
-        answered = np.where(finite, values, -np.inf) >= thresholds[:, None]
-        ar, far = rates(answered, s.answerable)
-        ok = np.flatnonzero(far <= max_far + 1e-12)
-        best = None
-        if len(ok):
-            i = min(ok, key=lambda j: (-ar[j], far[j]))
-            best = {"threshold": float(thresholds[i]), "answer_rate_answerable": float(ar[i]),
-                    "false_answer_rate_unanswerable": float(far[i])}
+        best = best_setting(s, name, cfg, max_far)
         out[name] = {"cases_with_score": int(finite.sum()),
-                     "roc_auc": roc_auc(np.where(finite, values, -np.inf), s.answerable), "best": best}
+                     "roc_auc": roc_auc(np.where(finite, values, -np.inf), s.answerable),
+                     "best": best and {"threshold": best[f"t_{name}"], **{k: best[k] for k in (
+                         "answer_rate_answerable", "false_answer_rate_unanswerable")}}}
     return out
 
 
@@ -277,8 +288,7 @@ def fit_learned(s: Scores, cfg: GateConfig, max_far: float, k: int = 5, groups: 
     ar, far = rates(answered, s.answerable)
     gate = _fit_gate(s, cfg, l2)
     fitted = s.with_gate(gate)
-    pooled = Scores(ids=s.ids, answerable=s.answerable, rerank=s.rerank, fused=s.fused, dense=s.dense,
-                    inputs=s.inputs, learned=held_p)
+    pooled = replace(s, learned=held_p)
     # The threshold is read off the held-out probabilities: in-sample ones are over-confident, so a threshold
     # chosen on them lets more false answers through on new questions than it promises.
     best = best_setting(pooled, "learned", gate, max_far) or best_setting(fitted, "learned", gate, max_far)
@@ -331,7 +341,7 @@ def sweep(s: Scores, cfg: GateConfig, max_far: float = 0.05, grid_size: int = 20
             "max_false_answer_rate": max_far,
             "current_gate": {"signal": cfg.signal, **thresholds_of(cfg), **current_rates(s, configured_rule(cfg), cfg)},
             "rules": {rule: rule_report(s, rule, cfg, max_far, groups) for rule in rules},
-            "evidence": evidence_report(s, max_far),
+            "evidence": evidence_report(s, cfg, max_far),
             "grids": {"auto": grid(s, "auto", "t_fused", "t_rerank", axes, cfg),
                       "fused_and_dense": grid(s, "fused_and_dense", "t_fused", "t_dense", axes, cfg)}}
 

@@ -221,15 +221,13 @@ def _evidence_lines(r: dict) -> list[str]:
     evidence = r.get("evidence") or {}
     if not evidence:
         return []
-    lines = ["", f"Evidence signals alone, on the {'tune part' if r['split']['fitted_on'] == 'tune' else 'cases'} "
-             "(measurements; only the learned rule combines them):", "",
-             "| signal | cases with a value | ROC-AUC | best at ≤ bound: threshold → answered / false |",
-             "|---|---:|---:|---|"]
+    lines = ["", f"Evidence signals, on the {'tune part' if r['split']['fitted_on'] == 'tune' else 'cases'}: how "
+             "many cases have a value (under a single-signal rule the others abstain). Each signal is a gate rule "
+             "of its own in the table above; the learned rule combines them.", "",
+             "| signal | cases with a value | ROC-AUC |", "|---|---:|---:|"]
     for name, x in evidence.items():
         auc = "—" if x.get("roc_auc") is None else f"{x['roc_auc']:.3f}"
-        best = x.get("best")
-        at = f"{best['threshold']:.4g} → {_rates(best)}" if best else "none"
-        lines.append(f"| {name} | {x['cases_with_score']} | {auc} | {at} |")
+        lines.append(f"| {name} | {x['cases_with_score']} | {auc} |")
     return lines
 
 

@@ -2,7 +2,7 @@
 
 In: one run's :class:`pipeline.trace.RetrievalTrace` (the fused candidates with their fused score, dense
 rank and cosine) and :class:`pipeline.trace.RerankTrace` (the reranker's status and scores), and the
-:class:`pipeline.config.GateConfig` (``signal``, the three thresholds, ``closest_documents``).
+:class:`pipeline.config.GateConfig` (``signal``, a threshold per rule, ``closest_documents``).
 
 Out: a :class:`pipeline.trace.GateTrace`: the decision, the scale read, each condition checked with its
 score and threshold, the binding condition's margin, the reason, and on abstention the fixed abstention
@@ -15,7 +15,8 @@ Modules:
   broadcast thresholds. One case or a whole threshold sweep (``workbench.sweep``) is decided by the same
   function.
 - :mod:`pipeline.gate.stage` — the pipeline stage: the signal extraction (``gate_inputs`` reads the few
-  scores and closest documents from the retrieval and rerank records once; ``score_arrays`` turns them into
-  the rule's arrays), ``decide`` (the rule's verdict on one run, plus the trace around it), ``run`` (both,
-  as the engine calls it) and ``replay`` (over a stored trace with another config).
+  scores and closest documents from the retrieval and rerank records once; ``score_arrays`` and
+  ``evidence_arrays`` turn them into the rule's arrays), ``decide`` (the rule's verdict on one run, plus the
+  trace around it), ``run`` (both, as the engine calls it) and ``replay`` (over a stored trace with another
+  config).
 """

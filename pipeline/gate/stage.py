@@ -15,6 +15,9 @@ and implemented there once, vectorised; :func:`decide` takes its answer/abstain 
   (:data:`pipeline.trace.FUSED_SCALE_NOTE`).
 - ``fused_and_dense``: ``score``/``threshold``/``margin`` report the binding condition (the one that
   failed by most, or passed by least, relative to its threshold); ``conditions`` has both.
+- a single evidence signal (``window``, ``coverage``, ...; :data:`pipeline.gate.rule.EVIDENCE`): the scale is
+  the signal, its one condition the run's value against ``confidence_threshold_<signal>``; a run without a
+  value abstains and the reason says the signal was not measured.
 
 Each scale reads the top of its own ranking; ``score_chunk_id`` names the chunk whose score was compared,
 ``top_chunk_id`` the first chunk of the final ranking (rerank order when the reranker ran, else fused),
@@ -162,6 +165,19 @@ def score_arrays(inputs: Sequence[GateInputs]) -> tuple[np.ndarray, np.ndarray, 
             column(lambda i: i.dense_available, "best_dense"))
 
 
+def evidence_arrays(inputs: Sequence[GateInputs], names: Sequence[str] = rule.EVIDENCE) -> dict[str, np.ndarray]:
+    """Each evidence signal's values (:mod:`pipeline.gate.signals`), one entry per run, NaN where it was not
+    measured: the ``evidence`` :func:`pipeline.gate.rule.answers` reads."""
+    return {name: np.array([np.nan if (v := signals.value(i.signals, name)) is None else v for i in inputs],
+                           dtype=np.float64) for name in names}
+
+
+def evidence_thresholds(cfg: GateConfig) -> dict[str, float]:
+    """Each single-signal rule's threshold (``confidence_threshold_<signal>``), for
+    :func:`pipeline.gate.rule.answers`."""
+    return {name: getattr(cfg, f"confidence_threshold_{name}") for name in rule.EVIDENCE}
+
+
 def learned_scores(inputs: Sequence[GateInputs], cfg: GateConfig) -> np.ndarray:
     """The learned rule's probability per run (NaN where retrieval found nothing), for
     :func:`pipeline.gate.rule.answers`."""
@@ -217,16 +233,32 @@ def _scale(inputs: GateInputs, signal: str) -> tuple[str, str]:
     return scale, ""
 
 
+# why a run can lack each single-signal rule's value (pipeline/gate/signals.py)
+MISSING = {"window": "no sentence-window cosines were recorded: the store has no passage vectors, or the trace "
+                     "predates them",
+           "coverage": "the query has no weighted terms", "critical": "no candidates to look in",
+           "bm25": "the trace records no query IDF", "dense_margin": "the dense leg returned nothing",
+           "fused_norm": "the fusion's leg weights allow no positive score"}
+
+
+def _evidence(inputs: GateInputs, name: str) -> float | None:
+    value = signals.value(inputs.signals, name)
+    return None if value is None or np.isnan(value) else value
+
+
 def _threshold(scale: str, cfg: GateConfig) -> float:
-    return {"rerank": cfg.confidence_threshold_rerank, "fused": cfg.confidence_threshold_fused,
-            "dense": cfg.confidence_threshold_dense, "learned": cfg.confidence_threshold_learned}[scale]
+    return getattr(cfg, f"confidence_threshold_{scale}")
 
 
 def _condition(inputs: GateInputs, scale: str, cfg: GateConfig) -> tuple[GateCondition, str]:
     threshold = _threshold(scale, cfg)
-    best = {"rerank": inputs.best_rerank, "fused": inputs.best_fused, "dense": inputs.best_dense,
-            "learned": (inputs.top_chunk_id, float(learned_scores([inputs], cfg)[0]))
-            if inputs.best_fused is not None else None}[scale]
+    if scale in rule.EVIDENCE:
+        value = _evidence(inputs, scale) if inputs.best_fused is not None else None
+        best = None if value is None else (inputs.top_chunk_id, value)
+    else:
+        best = {"rerank": inputs.best_rerank, "fused": inputs.best_fused, "dense": inputs.best_dense,
+                "learned": (inputs.top_chunk_id, float(learned_scores([inputs], cfg)[0]))
+                if inputs.best_fused is not None else None}[scale]
     if best is None:
         return GateCondition(scale, 0.0, threshold, False), ""
     chunk_id, score = best
@@ -246,16 +278,20 @@ def decide(inputs: GateInputs, cfg: GateConfig) -> GateTrace:
     binding, chunk_id = min(checked, key=lambda pair: _relative_margin(pair[0]))
     answered = rule.answers(*score_arrays([inputs]), cfg.signal, cfg.confidence_threshold_rerank,
                             cfg.confidence_threshold_fused, cfg.confidence_threshold_dense,
-                            learned_scores([inputs], cfg), cfg.confidence_threshold_learned)
+                            learned_scores([inputs], cfg), cfg.confidence_threshold_learned,
+                            evidence_arrays([inputs]), evidence_thresholds(cfg))
     abstain = not answered[0]
     decision = "abstain" if abstain else "answer"
     case = abstention_case(inputs) if abstain else ""
     if inputs.best_fused is None:
         why = inputs.no_retrieval_reason or f"no {scale} score"
+    elif scale in rule.EVIDENCE and _evidence(inputs, scale) is None:
+        why = (f"gate.signal={scale} but this run has no {scale} value ({MISSING[scale]}); a signal that was not "
+               f"measured abstains (threshold {_threshold(scale, cfg):g})")
     else:
-        why = " and ".join(f"top {c.scale} score {c.score:.4g} {'>=' if c.passed else '<'} threshold {c.threshold:g}"
-                           for c in conditions)
-    closest_scale = "fused" if scale in ("fused_and_dense", "learned") else scale
+        why = " and ".join(f"{'' if c.scale in rule.EVIDENCE else 'top '}{c.scale} score {c.score:.4g} "
+                           f"{'>=' if c.passed else '<'} threshold {c.threshold:g}" for c in conditions)
+    closest_scale = scale if scale in ("rerank", "fused", "dense") else "fused"
     closest = {"rerank": inputs.closest_rerank, "fused": inputs.closest_fused,
                "dense": inputs.closest_dense}[closest_scale] if abstain else ()
     score, threshold = binding.score, binding.threshold

@@ -121,3 +121,23 @@ def test_the_label_free_estimate_shows_beside_the_labelled_curve(app_env):
     points = next(df.value for df in at.dataframe if "label" in df.value.columns)
     assert {"estimate (configured)", "estimate (calibrated)", "calibrated, measured"} <= set(points["label"])
     assert any(c.key == "gate.golden.tradeoff" for c in at.get("plotly_chart"))
+
+
+def test_a_single_evidence_signal_is_a_what_if_rule_with_its_own_threshold(app_env):
+    at = open_app("gate_lab")
+    at.text_input(key="gate.question").set_value("What does ERR_TIMEOUT_502 mean?")
+    at.button(key="gate.search").click().run()
+    assert "window" in at.selectbox(key="gate.whatif.signal").options
+    assert not [s for s in at.slider if s.key == "gate.whatif.window"], "shown only while it is the rule chosen"
+    at.selectbox(key="gate.whatif.signal").set_value("window").run()
+    window = at.slider(key="gate.whatif.window")
+    assert window.value == PipelineConfig().gate.confidence_threshold_window and window.proto.format == "%.3f"
+    scales = next(df.value for df in at.dataframe if "what-if threshold" in df.value.columns).set_index("scale")
+    assert scales.loc["window", "read by the what-if gate"] and not scales.loc["rerank", "read by the what-if gate"]
+    value = float(scales.loc["window", "top score"])  # the run's best sentence-window cosine
+    window.set_value(round(value - 0.005, 3)).run()
+    assert _decision(at, "what-if") == "answer"
+    at.slider(key="gate.whatif.window").set_value(round(value + 0.005, 3)).run()
+    assert _decision(at, "what-if") == "abstain"
+    assert f"window score {value:.2f}" in html_of(at) and f"&lt; threshold {round(value + 0.005, 3):g}" in html_of(at), \
+        "the reason names the signal, its value and the threshold"

@@ -145,3 +145,25 @@ def test_the_models_panel_says_which_models_are_here_and_what_a_missing_one_chan
 
 def test_every_tunable_has_a_human_label_and_no_label_is_stale():
     assert set(LABELS) == {t.key for t in tunables()}
+
+
+def _in_advanced(at, key) -> bool:
+    return any(w.key == widget_key(key) for e in at.sidebar.expander for w in e.number_input)
+
+
+def test_a_single_signal_gate_rule_is_offered_and_brings_its_threshold_to_the_top(app_env):
+    at = open_app()
+    signal = _widget(at, "gate.signal")
+    assert {"window", "coverage", "critical", "bm25", "dense_margin", "fused_norm"} <= set(signal.options)
+    assert _in_advanced(at, "gate.confidence_threshold_bm25"), "under Advanced while another rule is chosen"
+    signal.set_value("bm25").run()
+    assert not _in_advanced(at, "gate.confidence_threshold_bm25"), "next to the rule once it is chosen"
+    bm25 = _widget(at, "gate.confidence_threshold_bm25")
+    assert bm25.label == "Normalised BM25 threshold (provisional)" and "gate.confidence_threshold_bm25" in bm25.help
+    assert bm25.proto.format == "%.3f" and bm25.step == 0.005
+    bm25.set_value(0.5).run()
+    expected = PipelineConfig().with_overrides({"gate.signal": "bm25", "gate.confidence_threshold_bm25": 0.5})
+    assert expected.config_hash() in _hash_line(at)
+    _widget(at, "gate.signal").set_value("auto").run()
+    assert _in_advanced(at, "gate.confidence_threshold_bm25")
+    assert _widget(at, "gate.confidence_threshold_bm25").value == 0.5, "the value is kept when it moves back"

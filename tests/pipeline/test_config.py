@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.config import PROVISIONAL_KEYS, ConfigError, PipelineConfig, apply_overrides, get_value, tunables
+from pipeline.gate import rule as gate_rule
 
 
 def test_defaults_are_the_design_seed_values():
@@ -27,8 +28,11 @@ def test_defaults_are_the_design_seed_values():
 def test_the_gate_thresholds_are_marked_provisional():
     learned = {f"gate.learned_{name}" for name in
                ("intercept", "window", "coverage", "critical", "bm25", "dense", "dense_margin", "fused_norm")}
+    single = {f"gate.confidence_threshold_{name}" for name in
+              ("window", "coverage", "critical", "bm25", "dense_margin", "fused_norm")}
     assert set(PROVISIONAL_KEYS) == {"gate.confidence_threshold_rerank", "gate.confidence_threshold_fused",
-                                     "gate.confidence_threshold_dense", "gate.confidence_threshold_learned"} | learned
+                                     "gate.confidence_threshold_dense", "gate.confidence_threshold_learned"} | learned \
+        | single
 
 
 def test_json_round_trip_is_exact_and_the_hash_is_stable():
@@ -40,6 +44,16 @@ def test_json_round_trip_is_exact_and_the_hash_is_stable():
     # key order in the file does not change the hash
     shuffled = json.dumps(dict(reversed(list(cfg.to_dict().items()))))
     assert PipelineConfig.from_json(shuffled).config_hash() == cfg.config_hash()
+
+
+@pytest.mark.parametrize("name", ["window", "coverage", "critical", "bm25", "dense_margin", "fused_norm"])
+def test_a_single_signal_gate_rule_and_its_threshold_round_trip(name):
+    cfg = PipelineConfig().with_overrides([f"gate.signal={name}", f"gate.confidence_threshold_{name}=0.42"])
+    assert cfg.gate.signal == name and getattr(cfg.gate, f"confidence_threshold_{name}") == 0.42
+    again = PipelineConfig.from_json(cfg.to_json())
+    assert again == cfg and again.config_hash() == cfg.config_hash() != PipelineConfig().config_hash()
+    with pytest.raises(ConfigError, match=f"gate.confidence_threshold_{name} must be between"):
+        apply_overrides(PipelineConfig(), [f"gate.confidence_threshold_{name}=11"])
 
 
 def test_set_parses_each_value_by_the_declared_type():
@@ -88,7 +102,9 @@ def test_every_tunable_is_listed_with_help_for_the_app_sidebar():
     assert "gate.signal" in keys and "rewrite.query_rewrite_history_turns" in keys
     assert all(t.help for t in items)
     signal = next(t for t in items if t.key == "gate.signal")
-    assert signal.type == "choice" and signal.choices == ("auto", "rerank", "fused", "dense", "fused_and_dense", "learned")
+    # every rule the gate implements is a choice, and nothing else is
+    assert signal.type == "choice" and signal.choices == gate_rule.SIGNALS
+    assert signal.choices[:6] == ("auto", "rerank", "fused", "dense", "fused_and_dense", "learned")
 
 
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])

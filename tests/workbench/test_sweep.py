@@ -11,17 +11,21 @@ from pathlib import Path
 import numpy as np
 import plotly.graph_objects as go
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.config import GateConfig, PipelineConfig
 from pipeline.engine import Pipeline
 from pipeline.gate import rule as gate_rule
 from pipeline.gate import signals as gate_signals
-from pipeline.gate.stage import decide
+from pipeline.gate.stage import GateInputs, decide
 from pipeline.testing import fake_models
+from pipeline.trace import EvidenceSignals
 from workbench import evaluate, figures, tune
 from workbench.golden import load_golden
 from workbench.metrics import roc_auc
 from workbench.sweep import (
+    SIGNALS,
     Scores,
     best_setting,
     candidate_thresholds,
@@ -50,7 +54,8 @@ def answers(s: Scores, rule: str, **thresholds) -> np.ndarray:
     """The rule over the cases, thresholds not given as configured by default."""
     t = {**thresholds_of(GateConfig()), **thresholds}
     return gate_rule.answers(s.rerank, s.fused, s.dense, rule, t["t_rerank"], t["t_fused"], t["t_dense"],
-                             s.learned, t["t_learned"])
+                             s.learned, t["t_learned"], s.evidence_values,
+                             {name: t[f"t_{name}"] for name in gate_rule.EVIDENCE})
 
 
 def replay_decisions(s: Scores, rule: str, cfg: GateConfig) -> np.ndarray:
@@ -90,6 +95,53 @@ def test_fused_and_dense_needs_both_and_dense_falls_back_to_fused_without_a_dens
     assert answers(s, "dense", t_fused=0.033, t_dense=0.6).tolist() == [True, True, False]
 
 
+UNIT = st.one_of(st.none(), st.floats(0.0, 1.0))
+SCORE = st.one_of(st.none(), st.floats(0.0, 1.0))
+
+
+@st.composite
+def gate_inputs(draw) -> GateInputs:
+    """One run's gate inputs: any scale or evidence signal may be missing."""
+    rerank, fused, dense = draw(SCORE), draw(SCORE), draw(SCORE)
+    evidence = draw(st.builds(EvidenceSignals, window=UNIT, coverage=UNIT, critical=UNIT, bm25=UNIT, dense=UNIT,
+                              dense_margin=UNIT, fused_norm=UNIT))
+    return GateInputs(rerank_ran=rerank is not None, dense_available=dense is not None,
+                      top_chunk_id="" if fused is None else "top",
+                      best_rerank=None if rerank is None else ("r", rerank),
+                      best_fused=None if fused is None else ("f", fused),
+                      best_dense=None if dense is None else ("d", dense), signals=evidence)
+
+
+@settings(max_examples=60, deadline=None)
+@given(inputs=st.lists(gate_inputs(), min_size=1, max_size=12), rule=st.sampled_from(gate_rule.EVIDENCE),
+       threshold=st.floats(0.0, 1.0))
+def test_the_sweep_decides_a_single_signal_rule_as_the_gate_does(inputs, rule, threshold):
+    """Scores built from the gate's inputs (the sweep's extraction) replay every single-signal rule exactly as
+    pipeline.gate.stage.decide decides each run, a missing value abstaining in both."""
+    s = Scores(ids=tuple(str(i) for i in range(len(inputs))), answerable=np.ones(len(inputs), dtype=bool),
+               rerank=np.full(len(inputs), np.nan), fused=np.array([np.nan if i.best_fused is None
+                                                                    else i.best_fused[1] for i in inputs]),
+               dense=np.full(len(inputs), np.nan), inputs=tuple(inputs))
+    cfg = replace(GateConfig(), **{f"confidence_threshold_{rule}": threshold})
+    assert s.answers(rule, **thresholds_of(cfg)).tolist() == replay_decisions(s, rule, cfg).tolist()
+    measured = np.isfinite(s.signal(rule)) & np.isfinite(s.fused)
+    assert not s.answers(rule, **{**thresholds_of(cfg), f"t_{rule}": -1.0})[~measured].any()
+
+
+def test_best_setting_of_a_single_signal_rule_never_answers_a_case_without_its_value():
+    # window: answerable 0.9 0.8 and one not measured | unanswerable 0.75 and 0.3
+    window = np.array([0.9, 0.8, np.nan, 0.75, 0.3])
+    s = Scores(ids=tuple("abcde"), answerable=np.array([True, True, True, False, False]),
+               rerank=np.full(5, np.nan), fused=np.full(5, 0.03), dense=np.full(5, 0.9), inputs=(),
+               evidence_values={"window": window})
+    best = best_setting(s, "window", GateConfig(), max_far=0.0)
+    assert 0.75 < best["t_window"] < 0.8 and best["answer_rate_answerable"] == pytest.approx(2 / 3)
+    loosest = best_setting(s, "window", GateConfig(), max_far=1.0)
+    assert loosest["answer_rate_answerable"] == pytest.approx(2 / 3), "the unmeasured case abstains at any threshold"
+    # a signal with no values at all is not swept, and its rule abstains everywhere
+    assert "coverage" not in s.available() and not s.answers("coverage", **thresholds_of(GateConfig())).any()
+
+
 def test_folds_are_stratified_and_partition_the_cases():
     y = np.array([True] * 13 + [False] * 7)
     parts = folds(y, k=5)
@@ -119,11 +171,12 @@ def test_vectorised_decisions_agree_with_gate_replay_on_a_grid(traces):
         cfg = GateConfig(confidence_threshold_rerank=float(rng.choice(s.rerank[:20])),
                          confidence_threshold_fused=float(rng.choice(s.fused)),
                          confidence_threshold_dense=float(rng.choice(s.dense)),  # thresholds ON observed scores
-                         confidence_threshold_learned=float(rng.choice(s.learned)))
-        for rule in ("auto", "fused", "dense", "fused_and_dense", "learned"):
-            fast = answers(s, rule, t_rerank=cfg.confidence_threshold_rerank,
-                           t_fused=cfg.confidence_threshold_fused, t_dense=cfg.confidence_threshold_dense,
-                           t_learned=cfg.confidence_threshold_learned)
+                         confidence_threshold_learned=float(rng.choice(s.learned)),
+                         **{f"confidence_threshold_{name}": float(rng.choice(s.signal(name)))
+                            for name in gate_rule.EVIDENCE})
+        for rule in ("auto", "fused", "dense", "fused_and_dense", "learned", *gate_rule.EVIDENCE):
+            fast = s.answers(rule, **thresholds_of(cfg))
+            assert fast.tolist() == answers(s, rule, **thresholds_of(cfg)).tolist(), rule
             assert fast.tolist() == replay_decisions(s, rule, cfg).tolist(), rule
     # the stored gate decision is the default config's replay
     assert answers(s, "auto").tolist() == [t.gate.decision == "answer" for t in ts]
@@ -133,21 +186,22 @@ def test_sweep_report_per_signal_and_grids(traces):
     cases, ts = traces
     s = extract([c.id for c in cases], [c.answerable for c in cases], ts)
     report = sweep(s, GateConfig(), max_far=0.2, grid_size=6)
-    assert set(report["rules"]) == {"rerank", "fused", "dense", "learned", "fused_and_dense"}
+    # every rule is swept, each single evidence signal among them
+    assert set(report["rules"]) == {"rerank", "fused", "dense", "learned", "fused_and_dense", *gate_rule.EVIDENCE}
     # every evidence signal alone is measured: windows stored at ingestion for every case, rerank for 20
     assert set(report["evidence"]) == set(gate_signals.NAMES)
     assert report["evidence"]["window"]["cases_with_score"] == len(cases)
     assert report["evidence"]["rerank"]["cases_with_score"] == 20
     assert 0.0 <= report["evidence"]["coverage"]["roc_auc"] <= 1.0
     assert "replay_check" not in report     # the sweep runs the gate's own rule: nothing left to cross-check
-    for name in ("rerank", "fused", "dense"):
+    for name in ("rerank", "fused", "dense", *gate_rule.EVIDENCE):
         rule = report["rules"][name]
         assert 0.0 <= rule["roc_auc"] <= 1.0
         best, curve = rule["best"], rule["curve"]
         feasible = [a for a, f in zip(curve["answer_rate_answerable"], curve["false_answer_rate_unanswerable"],
                                       strict=True) if f <= 0.2]
         if best is None:  # rerank: the unreranked half answers on the fused scale whatever t_rerank is
-            assert name == "rerank" and not feasible
+            assert not feasible
         else:
             assert best["false_answer_rate_unanswerable"] <= 0.2
             assert best["answer_rate_answerable"] == max(feasible)
@@ -171,6 +225,14 @@ def test_figures_are_plain_plotly_figures():
     assert len(dist.data) == 4                            # two signals with scores × (answerable, unanswerable)
     heat = figures.heatmap_figure(report["grids"]["fused_and_dense"], max_far=0.0)
     assert isinstance(heat.data[0], go.Heatmap) and len(heat.data) == 2   # crossed-out cells drawn on top
+
+
+def test_the_distributions_figure_holds_every_signal_of_the_sweep():
+    """With a cross-encoder every swept signal has scores: ten panels, one per signal."""
+    rng = np.random.default_rng(0)
+    values = {name: rng.random(8) for name in SIGNALS}
+    fig = figures.score_distributions_figure(values, [True, False] * 4)
+    assert [a.text for a in fig.layout.annotations] == list(SIGNALS) and len(fig.data) == 2 * len(SIGNALS)
 
 
 def _labels(fig) -> dict[str, tuple[float, str]]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import PipelineConfig
+from pipeline.gate import rule as gate_rule
 from pipeline.testing import fake_models
 from workbench import evaluate, tune
 from workbench.floors import FloorsError, Gate, check, load_floors, report_lines
@@ -62,6 +63,23 @@ def test_tune_fits_on_the_tune_part_and_changing_test_cases_leaves_the_recommend
     for key in ("settings", "rule", "answer_rate_answerable", "false_answer_rate_unanswerable", "cross_validated"):
         assert second["recommendation"][key] == first["recommendation"][key], key
     assert second["rules"] == first["rules"]
+
+
+def test_tune_reports_each_single_evidence_signal_as_a_rule_with_its_held_out_rates(
+        demo_store_fake, split_golden, tmp_path, capsys):
+    assert _tune(demo_store_fake, split_golden, tmp_path / "t") == 0
+    report = json.loads(capsys.readouterr().out)
+    rows: dict[str, str] = {}
+    for line in (tmp_path / "t" / "report.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("| "):
+            rows.setdefault(line.split("|")[1].strip(), line)  # the per-rule table comes first
+    for name in gate_rule.EVIDENCE:
+        fitted, held = report["rules"][name], report["held_out"]["rules"][name]
+        assert 0.0 <= fitted["roc_auc"] <= 1.0 and fitted["best"]["false_answer_rate_unanswerable"] <= 0.2
+        assert held["cases"] == report["held_out"]["cases"], "the rule's best point measured on the test part"
+        # its row in the same table as rerank/fused/dense/learned: AUC, best threshold, test-part rates
+        assert f"| {fitted['roc_auc']:.3f} |" in rows[name] and f"{name} ≥ " in rows[name]
+        assert rows[name].endswith(f"| {tune._rates(held)} |")
 
 
 def test_without_a_split_file_tune_says_its_figures_are_in_sample(demo_store_fake, tmp_path, capsys):

@@ -38,14 +38,19 @@ def _moved(cfg: PipelineConfig, direction: int) -> dict[str, float]:
     g, ceiling = cfg.gate, thresholds.fused_ceiling(cfg.retrieve)
     rerank, fused, dense = g.confidence_threshold_rerank, g.confidence_threshold_fused, g.confidence_threshold_dense
     learned = g.confidence_threshold_learned
+    # a single-signal rule's threshold: 0.05 along its scale, inside the widget's range
+    evidence = {}
+    for name in thresholds.EVIDENCE:
+        spec, t = thresholds.spec(name, cfg.retrieve), getattr(g, thresholds.FIELD[name])
+        evidence[name] = round(min(t + 0.05, spec.hi) if direction > 0 else max(t - 0.05, spec.lo), 3)
     if direction > 0:  # fused: halfway to the ceiling (first on both legs); learned: halfway to 1
         return {"rerank": round(min(rerank + 0.15, 0.99), 2),
                 "fused": round(fused + (max(ceiling, fused) - fused) / 2, 5),
                 "dense": round(min(dense + 0.05, 0.99), 3),
-                "learned": round(learned + (1.0 - learned) / 2, 3)}
+                "learned": round(learned + (1.0 - learned) / 2, 3), **evidence}
     one_leg_first = 1 / (cfg.retrieve.rrf_k + 1)
     return {"rerank": round(max(rerank - 0.15, 0.01), 2), "fused": round(max(fused - one_leg_first / 4, 0.0), 5),
-            "dense": round(max(dense - 0.05, -0.99), 3), "learned": round(max(learned - 0.15, 0.01), 3)}
+            "dense": round(max(dense - 0.05, -0.99), 3), "learned": round(max(learned - 0.15, 0.01), 3), **evidence}
 
 
 def _threshold_preset(cfg: PipelineConfig, rule: str, direction: int) -> tuple[str, dict[str, object]]:

@@ -198,11 +198,14 @@ def replay_check(result: GoldenRun, fallback: GateConfig) -> tuple[int, int]:
     return int((np.asarray(replayed, dtype=bool) != stored).sum()), len(stored)
 
 
+# the thresholds a point's row names: rerank, fused, dense, and a single-signal rule's own
+POINT_KEYS = ("t_rerank", "t_fused", "t_dense", *(f"t_{name}" for name in thresholds.EVIDENCE))
+
+
 def _points_table(points: list[dict], key: str) -> None:
     rows = []
     for p in points:
-        setting = ", ".join(f"{k[2:]} {thresholds.fmt(k[2:], p[k])}" for k in ("t_rerank", "t_fused", "t_dense")
-                            if k in p)
+        setting = ", ".join(f"{k[2:]} {thresholds.fmt(k[2:], p[k])}" for k in POINT_KEYS if k in p)
         rows.append({"": p["label"], "thresholds": setting, "answered (answerable)": p["answer_rate_answerable"],
                      "false answers (unanswerable)": p["false_answer_rate_unanswerable"]})
     st.dataframe(pd.DataFrame(rows), hide_index=True, key=key, column_config={
@@ -268,7 +271,8 @@ def render_tuning(result: GoldenRun, cfg: PipelineConfig, key: str, measured_on:
     st.plotly_chart(distributions, key=f"{key}.distributions", width="stretch")
     missing = [n for n in sweep.SIGNALS if n not in scores.available()]
     if missing:
-        st.caption(md(f"No {' or '.join(missing)} scores in this run (the model did not run), so "
+        st.caption(md(f"No {' or '.join(missing)} scores in this run (the model did not run, or the signal was not "
+                      "measured), so "
                       f"{'they are' if len(missing) > 1 else 'it is'} not plotted and no rule reading "
                       f"{'them' if len(missing) > 1 else 'it'} is swept."))
     st.markdown(f"**Answer rate over two thresholds** (colour: share of answerable questions answered; × marks "

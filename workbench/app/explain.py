@@ -9,6 +9,7 @@ provider's exception stays in the details.
 
 from __future__ import annotations
 
+from pipeline.gate.rule import EVIDENCE
 from pipeline.trace import GateCondition, GenerationTrace, Trace
 from workbench.app.thresholds import fmt
 
@@ -20,14 +21,34 @@ _FAILED = {
              "needs {threshold}, near the top of both)",
     "learned": "the evidence signals together give {score} that a passage states the answer; answering needs "
                "{threshold}",
+    # the single-signal rules (gate.signal=window, ...)
+    "window": "no sentence of the top passages is close enough in meaning to the question (similarity {score}; "
+              "answering needs {threshold})",
+    "coverage": "no top passage holds enough of the question's words together (share {score}; answering needs "
+                "{threshold})",
+    "critical": "the top passages miss identifiers, numbers or names the question asks about (share found "
+                "{score}; answering needs {threshold})",
+    "bm25": "keyword search finds only a weak match for the question's words (score {score}; answering needs "
+            "{threshold})",
+    "dense_margin": "no passage stands out from the next best in meaning (lead {score}; answering needs "
+                    "{threshold})",
+    "fused_norm": "keyword search and meaning search do not agree on a best passage (fused score {score} of the "
+                  "highest possible; answering needs {threshold})",
 }
+_NOT_MEASURED = "the {scale} signal could not be measured for this question, and this rule reads it alone"
 
 
 def failed_checks(trace: Trace) -> list[str]:
-    """One sentence per gate condition that failed, with its score and threshold."""
-    return [_FAILED.get(c.scale, "{scale} score {score} below {threshold}").format(
-                scale=c.scale, score=fmt(c.scale, c.score), threshold=fmt(c.scale, c.threshold))
-            for c in trace.gate.conditions if not c.passed]
+    """One sentence per gate condition that failed, with its score and threshold (a single-signal rule's signal
+    that was not measured says so instead)."""
+    out = []
+    for c in trace.gate.conditions:
+        if c.passed:
+            continue
+        missing = c.scale in EVIDENCE and getattr(trace.gate.signals, c.scale) is None
+        template = _NOT_MEASURED if missing else _FAILED.get(c.scale, "{scale} score {score} below {threshold}")
+        out.append(template.format(scale=c.scale, score=fmt(c.scale, c.score), threshold=fmt(c.scale, c.threshold)))
+    return out
 
 
 def abstention_headline(trace: Trace) -> str:

@@ -8,6 +8,8 @@ import pandas as pd
 import streamlit as st
 
 from pipeline.config import GateConfig, PipelineConfig, RetrieveConfig
+from pipeline.gate import rule
+from pipeline.gate import signals as gate_signals
 from pipeline.gate import stage as gate
 from pipeline.trace import Trace
 from workbench.app import charts, render, thresholds
@@ -16,7 +18,7 @@ from workbench.app.thresholds import fmt
 
 TRACE = "gate.trace"
 INPUTS = "gate.inputs"
-SIGNALS = ("auto", "rerank", "fused", "dense", "fused_and_dense", "learned")
+SIGNALS = rule.SIGNALS
 WHATIF = "gate.whatif"
 
 
@@ -46,12 +48,11 @@ def _slider_values(g: GateConfig, fusion: RetrieveConfig) -> dict[str, object]:
 
 
 def whatif_config(base: GateConfig, key: str = WHATIF) -> GateConfig:
+    """``base`` with the what-if rule and thresholds (a threshold whose slider is not shown: ``base``'s)."""
     return dataclasses.replace(
-        base, signal=st.session_state[f"{key}.signal"],
-        confidence_threshold_rerank=st.session_state[f"{key}.rerank"],
-        confidence_threshold_fused=st.session_state[f"{key}.fused"],
-        confidence_threshold_dense=st.session_state[f"{key}.dense"],
-        confidence_threshold_learned=st.session_state[f"{key}.learned"])
+        base, signal=st.session_state.get(f"{key}.signal", base.signal),
+        **{field: st.session_state.get(f"{key}.{signal}", getattr(base, field))
+           for signal, field in thresholds.FIELD.items()})
 
 
 def _decision_html(label: str, css: str, g) -> str:
@@ -74,12 +75,14 @@ def render_whatif(cfg: PipelineConfig, key: str = WHATIF) -> None:
         # Streamlit drops a widget's value when another page is shown; start again from the run's config.
         st.session_state.setdefault(f"{key}.{name}", value)
     st.selectbox("what-if signal", SIGNALS, key=f"{key}.signal")
-    for column, signal in zip(st.columns(len(thresholds.SIGNALS)), thresholds.SIGNALS, strict=True):
+    sliders = thresholds.shown(st.session_state[f"{key}.signal"])
+    for column, signal in zip(st.columns(len(sliders)), sliders, strict=True):
         spec = thresholds.spec(signal, fusion)
         column.slider(f"{signal} threshold", spec.lo, spec.hi, step=spec.step, format=spec.format,
                       key=f"{key}.{signal}", help=spec.help)
     original = trace.gate
-    replayed = gate.decide(inputs, whatif_config(base, key))
+    what_if = whatif_config(base, key)
+    replayed = gate.decide(inputs, what_if)
     changed = replayed.decision != original.decision
     st.html(_decision_html("stored run", "stored", original) + _decision_html("what-if", "what-if", replayed)
             + (f"<div class='wb-gate-case'>{esc(replayed.plain_reason)}</div>" if replayed.plain_reason else "")
@@ -87,8 +90,12 @@ def render_whatif(cfg: PipelineConfig, key: str = WHATIF) -> None:
                f"{esc(original.decision)} → {esc(replayed.decision)}</div>" if changed else ""))
     st.plotly_chart(charts.gate_figure(replayed), key=f"{key}.gauge", width="stretch")
     rows = []
-    for scale, best in (("rerank", inputs.best_rerank), ("fused", inputs.best_fused), ("dense", inputs.best_dense)):
-        threshold = st.session_state[f"{key}.{scale}"]
+    read = [("rerank", inputs.best_rerank), ("fused", inputs.best_fused), ("dense", inputs.best_dense)]
+    if replayed.scale in rule.EVIDENCE:
+        value = gate_signals.value(inputs.signals, replayed.scale)
+        read.append((replayed.scale, None if value is None else (inputs.top_chunk_id, value)))
+    for scale, best in read:
+        threshold = getattr(what_if, thresholds.FIELD[scale])
         score = best[1] if best else None
         rows.append({"scale": scale, "top score": fmt(scale, score), "what-if threshold": fmt(scale, threshold),
                      "would answer": None if score is None else score >= threshold,
@@ -131,9 +138,8 @@ def rate_columns() -> dict:
     config = {name: percent(label, format="percent") for name, label in (
         ("answer_rate_answerable", "answered (answerable)"),
         ("false_answer_rate_unanswerable", "false answers (unanswerable)"))}
-    for key_name, signal in (("t_rerank", "rerank"), ("t_fused", "fused"), ("t_dense", "dense"),
-                             ("t_learned", "learned")):
-        config[key_name] = percent(f"{signal} threshold", format=f"%.{thresholds.DIGITS[signal]}f")
+    for signal in thresholds.SIGNALS:
+        config[f"t_{signal}"] = percent(f"{signal} threshold", format=f"%.{thresholds.DIGITS[signal]}f")
     return config
 
 

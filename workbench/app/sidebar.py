@@ -1,10 +1,11 @@
 """The configuration sidebar: every tunable of ``PipelineConfig``, built from ``pipeline.config.tunables()``.
 
 One widget per tunable, keyed ``sidebar.<stage>.<key>``. The few settings people change first (the gate, the
-generator, rerank, rewrite, the cache: :data:`MAIN`) are on top; the rest are under "Advanced", grouped per
-stage. Every widget has a human label (:data:`LABELS`) and the config key in its help; provisional values are
-marked. Gate thresholds get their signal's range, step and precision (``workbench.app.thresholds``), and a
-warning when the fusion settings make a fused threshold unreachable or change what it means.
+generator, rerank, rewrite, the cache: :data:`MAIN`, plus the threshold of a single-signal gate rule while it is
+the rule chosen: :func:`main_keys`) are on top; the rest are under "Advanced", grouped per stage. Every widget
+has a human label (:data:`LABELS`) and the config key in its help; provisional values are marked. Gate
+thresholds get their signal's range, step and precision (``workbench.app.thresholds``), and a warning when
+the fusion settings make a fused threshold unreachable or change what it means.
 The values live in Session State under ``config.<stage>.<key>`` as well, because Streamlit forgets a
 widget's value when the page that drew it is left; each page redraws the sidebar from those copies, so the
 configuration survives page switches. Reset, export and import act on those values; the config hash of what
@@ -47,6 +48,7 @@ LABELS = {
     "gate.confidence_threshold_fused": "Fused (RRF) threshold",
     "gate.confidence_threshold_dense": "Dense cosine threshold",
     "gate.confidence_threshold_learned": "Learned rule threshold",
+    **{f"gate.{thresholds.FIELD[name]}": thresholds.LABEL[name] for name in thresholds.EVIDENCE},
     "gate.learned_intercept": "Learned rule: intercept", "gate.learned_window": "Learned rule: sentence-window weight",
     "gate.learned_coverage": "Learned rule: term-coverage weight",
     "gate.learned_critical": "Learned rule: critical-term weight", "gate.learned_bm25": "Learned rule: BM25 weight",
@@ -66,10 +68,20 @@ LABELS = {
     "generate.escalate_on": "Escalate to the next tier on",
     "generate.extractive_sentences": "Sentences quoted (extractive)",
     "validate.enabled": "Check citations (validator)", "validate.claim_threshold": "Claim support threshold",
+    "validate.misattribution_margin": "Misattribution margin",
     "validate.match": "Match claims against",
     "validate.encode_batch_size": "Validation batch size", "validate.nli_model": "NLI model (evaluation)",
     "cache.enabled": "Answer cache",
 }
+
+
+def main_keys(signal: str) -> tuple[str, ...]:
+    """The settings on top for the gate rule ``signal``: :data:`MAIN`, and a single-signal rule's threshold right
+    under the rule while that rule is chosen (it is under "Advanced" otherwise)."""
+    if signal not in thresholds.EVIDENCE:
+        return MAIN
+    after = MAIN.index("gate.signal") + 1
+    return (*MAIN[:after], f"gate.{thresholds.FIELD[signal]}", *MAIN[after:])
 
 
 def widget_key(tunable_key: str) -> str:
@@ -203,12 +215,13 @@ def render_sidebar(notes: dict[str, str] | None = None) -> PipelineConfig:
     sidebar = st.sidebar
     sidebar.header("Configuration")
     by_key = {t.key: t for t in tunables()}
+    main = main_keys(str(st.session_state.get(value_key("gate.signal"), by_key["gate.signal"].default)))
     by_stage: dict[str, list[Tunable]] = {}
     for t in tunables():
-        if t.key not in MAIN:
+        if t.key not in main:
             by_stage.setdefault(t.key.split(".", 1)[0], []).append(t)
     with sidebar:
-        for key in MAIN:
+        for key in main:
             if key in by_key:
                 _widget(by_key[key], notes)
         st.markdown("**Advanced**")

@@ -1,6 +1,6 @@
 """Gate thresholds as the widgets and the text show them: each signal's range, step and precision.
 
-The three signals live on different scales, so one widget rule cannot serve them all:
+The signals live on different scales, so one widget rule cannot serve them all:
 
 - ``rerank``: the sigmoid of a cross-encoder logit, in [0, 1]; hundredths matter.
 - ``dense``: a cosine in [-1, 1]; thresholds are tuned to the thousandth (0.595), so steps of 0.005.
@@ -11,6 +11,13 @@ The three signals live on different scales, so one widget rule cannot serve them
   significant digit: five decimals, steps of 0.0001, and nothing above the ceiling, where every question
   abstains. The ceiling moves with ``retrieve.rrf_k`` and the leg weights, which is why changing those
   changes what a fused threshold means (:func:`scale_warnings`).
+- the single-signal rules (:data:`EVIDENCE`, :mod:`pipeline.gate.signals`): ``window`` is a cosine in [-1, 1];
+  ``coverage``, ``critical`` and ``fused_norm`` are shares in [0, 1]; ``dense_margin`` is a difference of two
+  cosines, small in practice; ``bm25`` is a BM25 score per unit of the query's IDF mass, at most about k1 + 1.
+  Steps of 0.005, three decimals.
+
+The widgets show the thresholds of rerank, fused, dense and learned always, and a single-signal rule's only
+while it is the rule chosen (:func:`shown`).
 """
 
 from __future__ import annotations
@@ -19,13 +26,35 @@ import math
 from dataclasses import dataclass
 
 from pipeline.config import GateConfig, PipelineConfig, RetrieveConfig
+from pipeline.gate.rule import EVIDENCE
 
-SIGNALS = ("rerank", "fused", "dense", "learned")
-FIELD = {"rerank": "confidence_threshold_rerank", "fused": "confidence_threshold_fused",
-         "dense": "confidence_threshold_dense", "learned": "confidence_threshold_learned"}
-DIGITS = {"rerank": 3, "fused": 5, "dense": 3, "fused_and_dense": 5, "learned": 3}
+CORE = ("rerank", "fused", "dense", "learned")
+SIGNALS = (*CORE, *EVIDENCE)  # every gate threshold, by the scale it is on
+FIELD = {name: f"confidence_threshold_{name}" for name in SIGNALS}
+DIGITS = {"rerank": 3, "fused": 5, "dense": 3, "fused_and_dense": 5, "learned": 3, **dict.fromkeys(EVIDENCE, 3)}
 LABEL = {"rerank": "Rerank threshold", "fused": "Fused (RRF) threshold", "dense": "Dense cosine threshold",
-         "learned": "Learned rule threshold"}
+         "learned": "Learned rule threshold", "window": "Sentence-window cosine threshold",
+         "coverage": "Term coverage threshold", "critical": "Critical-term threshold",
+         "bm25": "Normalised BM25 threshold", "dense_margin": "Dense margin threshold",
+         "fused_norm": "Normalised fused threshold"}
+# the evidence signals' widget ranges and what each measures
+_EVIDENCE_SPECS = {
+    "window": (-1.0, 1.0, "Best cosine between the question and one sentence window of the top passages, -1 to 1."),
+    "coverage": (0.0, 1.0, "Share of the question's IDF-weighted terms found together in one top passage, 0 to 1."),
+    "critical": (0.0, 1.0, "Share of the question's identifiers, numbers, versions and names that the top passages "
+                           "contain, 0 to 1 (1 when it has none)."),
+    "bm25": (0.0, 3.0, "Top BM25 score divided by the question's IDF mass, so it does not grow with the question's "
+                       "length; at most about k1 + 1."),
+    "dense_margin": (0.0, 1.0, "How far the best dense cosine leads the second best."),
+    "fused_norm": (0.0, 1.0, "Top fused (RRF) score divided by the highest one the fusion settings allow, 0 to 1 "
+                             "whatever k is."),
+}
+
+
+def shown(signal: str) -> tuple[str, ...]:
+    """The thresholds a widget row shows for the rule ``gate.signal``: rerank, fused, dense and learned, and a
+    single-signal rule's own when that rule is chosen."""
+    return (*CORE, signal) if signal in EVIDENCE else CORE
 
 
 @dataclass(frozen=True)
@@ -69,6 +98,10 @@ def spec(signal: str, retrieve: RetrieveConfig, current: float | None = None) ->
         lo, hi, step = 0.0, 1.0, 0.005
         help_text = ("Probability from the learned rule (a logistic model over the evidence signals: sentence-window "
                      "cosine, term coverage, critical terms, BM25, dense), 0 to 1; does not depend on the fusion k.")
+    elif signal in _EVIDENCE_SPECS:
+        lo, hi, help_text = _EVIDENCE_SPECS[signal]
+        step = 0.005
+        help_text += f" Read alone by gate.signal={signal}; a run without a value abstains."
     else:
         raise ValueError(f"no threshold for signal {signal!r}; one of {', '.join(SIGNALS)}")
     if current is not None:

@@ -120,6 +120,31 @@ def test_signal_dense_reads_the_best_dense_cosine():
     assert g.scale == "fused" and "fell back" in g.reason
 
 
+def test_a_single_evidence_signal_decides_alone_and_the_trace_records_it():
+    sure = _rerank(("a#0", 0.99))  # the reranker would answer: the rule chosen reads the dense margin only
+    g = gate.run(RETRIEVAL, sure, GateConfig(signal="dense_margin", confidence_threshold_dense_margin=0.1))
+    assert (g.signal, g.scale, g.decision) == ("dense_margin", "dense_margin", "answer")
+    assert g.score == pytest.approx(0.72 - 0.61) and g.threshold == 0.1 and g.margin == pytest.approx(0.01)
+    assert [(c.scale, c.passed) for c in g.conditions] == [("dense_margin", True)]
+    assert g.reason == "dense_margin score 0.11 >= threshold 0.1"
+    stricter = gate.run(RETRIEVAL, sure, GateConfig(signal="dense_margin", confidence_threshold_dense_margin=0.2))
+    assert stricter.decision == "abstain" and stricter.llm_calls_saved == 1
+    assert stricter.plain_reason and [d.doc_id for d in stricter.closest_documents] == ["a", "b", "c"]
+    assert "dense_margin score 0.11 < threshold 0.2" in stricter.reason
+    # the new scale survives the stored trace's JSON round trip
+    stored = Trace.from_json(Trace(question="q", retrieval=RETRIEVAL, rerank=sure, gate=stricter).to_json())
+    assert stored.gate == stricter and gate.replay(stored, GateConfig(signal="dense_margin")) == gate.run(
+        RETRIEVAL, sure, GateConfig(signal="dense_margin"))
+
+
+def test_a_single_signal_rule_without_a_value_abstains_and_says_why():
+    # no sentence windows recorded: even the lowest window threshold abstains, with a sure reranker beside it
+    g = gate.run(RETRIEVAL, _rerank(("a#0", 0.99)), GateConfig(signal="window", confidence_threshold_window=-1.0))
+    assert (g.decision, g.scale, g.signals.window) == ("abstain", "window", None)
+    assert "no window value" in g.reason and "passage vectors" in g.reason
+    assert g.plain_reason and g.abstention_message == ABSTENTION_MESSAGE
+
+
 @pytest.mark.parametrize("scale,cfg,rerank_trace,score", [
     ("rerank", GateConfig(confidence_threshold_rerank=0.5), _rerank(("a#0", 0.5)), 0.5),
     ("fused", GateConfig(signal="fused", confidence_threshold_fused=1 / 62 + 1 / 63), SKIPPED, 1 / 62 + 1 / 63),
