@@ -221,7 +221,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise CliError("--examples applies to the week-one report; add --week-one")
     return run_eval(args.golden, cfg, open_store=_corpus_opener(args, cfg), check=args.check, out=args.out,
                     csv_path=args.csv, limit=args.limit, nli=not args.no_nli, json_output=args.json,
-                    progress=sys.stderr.isatty(), split=args.split, split_file=args.split_file)
+                    progress=sys.stderr.isatty(), split=args.split, split_file=args.split_file,
+                    batch=not args.no_batch)
 
 
 def _week_one(args: argparse.Namespace, cfg) -> int:
@@ -403,6 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="write summary, rows and traces under DIR")
     p.add_argument("--limit", type=int, default=None, help="only the first N cases")
     p.add_argument("--no-nli", action="store_true", help="skip the NLI citation-support check")
+    p.add_argument("--no-batch", action="store_true",
+                   help="ask one case at a time instead of in blocks (the rows are the same; slower)")
     p.add_argument("--split", choices=["tune", "test", "all"], default=None,
                    help="evaluate one part of the golden split (default: all; with --check, the floors file's part)")
     p.add_argument("--split-file", metavar="FILE", help="the split (default: GOLDEN's .split.json beside it)")

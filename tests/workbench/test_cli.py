@@ -109,9 +109,9 @@ def in_process(monkeypatch, demo_store_fake):
         monkeypatch.setattr(module, "default_models", lambda: fake_models(reranker=False))
     calls, real = [], evaluate.run_cases
 
-    def spy(golden, pipeline, *, generate=True, on_progress=None):
+    def spy(golden, pipeline, *, generate=True, on_progress=None, **walk):
         calls.append((generate, len(golden.cases)))
-        return real(golden, pipeline, generate=generate, on_progress=on_progress)
+        return real(golden, pipeline, generate=generate, on_progress=on_progress, **walk)
 
     monkeypatch.setattr(evaluate, "run_cases", spy)
     monkeypatch.setattr(tune, "run_cases", spy)
@@ -146,6 +146,12 @@ def test_eval_and_tune_run_the_golden_set_through_one_driver(in_process, tiny_go
         in captured.err
     assert {p.name for p in out.iterdir()} == {"traces.jsonl", "summary.json", "eval.json", "rows.csv"}
     assert (tmp_path / "rows.csv").read_text() == (out / "rows.csv").read_text()
+    one_at_a_time = tmp_path / "one"
+    assert main(["eval", str(tiny_golden), "--store", "x", "--json", "--no-nli", "--no-batch",
+                 "--out", str(one_at_a_time)]) == 0
+    alone = json.loads(capsys.readouterr().out)
+    assert alone["summary"]["run"]["batched"] is False and printed["summary"]["run"]["batched"] is True
+    assert [(r["id"], r["abstained"]) for r in alone["rows"]] == [(r["id"], r["abstained"]) for r in printed["rows"]]
 
     floors.write_text(json.dumps({"floors": {"recall_at_10": 1.01}}), encoding="utf-8")
     assert main(["eval", str(tiny_golden), "--store", "x", "--no-nli", "--check", str(floors), "--limit", "2"]) == 1
@@ -163,7 +169,8 @@ def test_eval_and_tune_run_the_golden_set_through_one_driver(in_process, tiny_go
     assert main(["tune", str(tiny_golden), "--out", str(tmp_path / "replay"), "--traces",
                  str(out / "traces.jsonl")]) == 0
     assert "replayed" in capsys.readouterr().out
-    assert calls == [(True, 6), (True, 2), (False, 6)], "eval asks, tune searches once, reuse and replay run none"
+    assert calls == [(True, 6), (True, 6), (True, 2), (False, 6)], \
+        "eval asks (batched, then one at a time), tune searches once, reuse and replay run none"
 
 
 @pytest.mark.parametrize("args, message", [

@@ -159,8 +159,8 @@ def _warmed() -> dict[tuple, ModelStatus]:
 
 def _warm_key(cfg: PipelineConfig) -> tuple:
     r = cfg.rerank
-    return (models_kind(), cfg.embedding.model, cfg.embedding.batch_size, r.enabled, r.model, r.precision,
-            r.max_tokens, r.batch_size)
+    return (models_kind(), cfg.embedding.model, cfg.embedding.precision, cfg.embedding.batch_size, r.enabled,
+            r.model, r.precision, r.max_tokens, r.batch_size)
 
 
 def warm_status(cfg: PipelineConfig) -> ModelStatus | None:
