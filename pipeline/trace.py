@@ -124,6 +124,8 @@ class RetrievalTrace:
     query_idf: dict[str, float] = field(default_factory=dict)  # IDF of every query term (gate coverage signals)
     window_scores: tuple[WindowScore, ...] = ()  # top candidates' best sentence-window cosine (gate signal)
     window_status: str = ""           # ran | why there are no window scores ("" in traces older than the field)
+    # retracted documents holding what the query names and no top candidate does (pipeline.gate.signals)
+    retracted_matches: tuple[str, ...] = ()
 
 
 # -- rerank --------------------------------------------------------------------------------------------

@@ -68,6 +68,28 @@ def critical_terms(question: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def retracted_matches(query: str, candidates: tuple[Candidate, ...],
+                      retracted: dict[str, tuple[str, frozenset[str]]]) -> tuple[str, ...]:
+    """The retracted documents (doc ids) that hold what the question names and the corpus no longer does: the
+    query has a critical term (:func:`critical_terms`) that none of the top candidates contains, and the retracted
+    document contains every critical term of the query. A term counts as contained when all its tokens are.
+    Without a critical term nothing matches: ordinary words are shared too widely to say a question is about a
+    retracted document."""
+    critical = critical_terms(query)
+    if not critical or not retracted:
+        return ()
+    live = set(tokenize(_top_text(top_candidates(candidates))))
+
+    def holds(term: str, terms) -> bool:
+        tokens = tokenize(term)
+        return bool(tokens) and all(t in terms for t in tokens)
+
+    if all(holds(term, live) for term in critical):
+        return ()
+    return tuple(doc_id for doc_id, (_, terms) in sorted(retracted.items())
+                 if all(holds(term, terms) for term in critical))
+
+
 def _top_text(candidates: tuple[Candidate, ...]) -> str:
     return "\n".join(" ".join(c.heading_path) + " " + c.title + " " + c.text for c in candidates).lower()
 

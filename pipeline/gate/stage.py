@@ -77,6 +77,7 @@ class GateInputs:
     closest_dense: tuple[ClosestDocument, ...] = ()
     signals: EvidenceSignals = EvidenceSignals()  # the evidence signals (pipeline.gate.signals)
     top_superseded: bool = False              # the first chunk of the final ranking is superseded or retracted
+    retracted_matches: tuple[str, ...] = ()   # retracted documents holding what the query names (not indexed)
 
 
 # -- extraction (once per run) ------------------------------------------------------------------------------
@@ -129,7 +130,8 @@ def gate_inputs(retrieval: RetrievalTrace, rerank: RerankTrace) -> GateInputs:
         closest_fused=closest_fused,
         closest_dense=_distinct_documents(dense, "dense"),
         signals=signals.compute(retrieval, rerank),
-        top_superseded=bool(top and (top.superseded_by or top.superseded_reason)))
+        top_superseded=bool(top and (top.superseded_by or top.superseded_reason)),
+        retracted_matches=tuple(getattr(retrieval, "retracted_matches", ())))
 
 
 def _no_rerank_reason(rerank: RerankTrace) -> str:
@@ -202,11 +204,13 @@ CASES = {
 
 
 def abstention_case(inputs: GateInputs, coverage: float = OFF_TOPIC_COVERAGE, cosine: float = OFF_TOPIC_COSINE) -> str:
-    """off-topic | on-topic | retracted | no-retrieval: which kind of abstention this would be. ``coverage`` and
-    ``cosine``: below either, the question reads off-topic (``benchmarks/abstention_cases.py`` measures them)."""
+    """off-topic | on-topic | retracted | no-retrieval: which kind of abstention this would be. Retracted: the top
+    chunk is superseded, or a retracted document holds what the query names and no top passage does
+    (:func:`pipeline.gate.signals.retracted_matches`). ``coverage`` and ``cosine``: below either, the question
+    reads off-topic (``benchmarks/abstention_cases.py`` measures them)."""
     if inputs.best_fused is None:
         return "no-retrieval"
-    if inputs.top_superseded:
+    if inputs.top_superseded or inputs.retracted_matches:
         return "retracted"
     s = inputs.signals
     best = s.window if s.window is not None else s.dense
@@ -305,7 +309,16 @@ def decide(inputs: GateInputs, cfg: GateConfig) -> GateTrace:
         best_dense_cosine=inputs.best_dense[1] if inputs.best_dense else None, score_chunk_id=chunk_id,
         signals=inputs.signals,
         contributions=learned.contributions(inputs.signals, cfg) if inputs.best_fused is not None else (),
-        case=case, plain_reason=CASES[case] if case else "")
+        case=case, plain_reason=_plain_reason(case, inputs))
+
+
+def _plain_reason(case: str, inputs: GateInputs) -> str:
+    if not case:
+        return ""
+    if case == "retracted" and inputs.retracted_matches and not inputs.top_superseded:
+        return (f"What this question names is only in a retracted document "
+                f"({', '.join(inputs.retracted_matches)}), which is no longer searched.")
+    return CASES[case]
 
 
 def run(retrieval: RetrievalTrace, rerank: RerankTrace, cfg: GateConfig) -> GateTrace:

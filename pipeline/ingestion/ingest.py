@@ -25,9 +25,10 @@ rebuilt in fp32 and the reverse, never mixed.
 
 Incremental by content hash: an unchanged document is not re-chunked or re-embedded; a changed one
 replaces all its old chunks atomically (:meth:`Store.replace_document`); a document whose front matter
-says ``status: retracted`` is removed. The corpus version increments once per run that changed anything, in
-the catalogue transaction of the run's first commit (:meth:`Store.writing`), so a run killed after any commit
-has already moved it and no answer cached under the old version is served again.
+says ``status: retracted`` is removed; its title and terms are kept aside (``Store.retracted_documents``) so an
+abstention can say that what a question names is only in a retracted document. The corpus version increments
+once per run that changed anything, in the catalogue transaction of the run's first commit (:meth:`Store.writing`),
+so a run killed after any commit has already moved it and no answer cached under the old version is served again.
 
 BM25 document weights depend on the corpus's average chunk length (the statistics are pure functions of
 :mod:`pipeline.retrieval.bm25`). A fresh ingest computes it over all chunks before writing; an incremental
@@ -159,6 +160,7 @@ class _Plan:
     changed: list[Document]
     unchanged: int
     notes: list[str]
+    marked_retracted: dict[str, tuple[str, list[str]]]   # every loaded document marked retracted: title, terms
 
 
 def _plan(store: Store, documents: list[Document], cfg: PipelineConfig, embedder, rebuild: bool) -> _Plan:
@@ -185,7 +187,9 @@ def _plan(store: Store, documents: list[Document], cfg: PipelineConfig, embedder
     notes.extend(f"{d.doc_id}: marked retracted; not indexed" for d in documents if d.retracted)
     changed = [d for d in live_docs if force or d.doc_id not in existing
                or existing[d.doc_id].content_hash != d.content_hash]
-    return _Plan(signature, force, existing, live_docs, retracted, changed, len(live_docs) - len(changed), notes)
+    marked = {d.doc_id: (d.title, tokenize(d.title + "\n" + d.text)) for d in documents if d.retracted}
+    return _Plan(signature, force, existing, live_docs, retracted, changed, len(live_docs) - len(changed), notes,
+                 marked)
 
 
 ENCODED_AHEAD = 2   # encoded groups that may wait for the worker's last document before they are written
@@ -249,6 +253,7 @@ def _run(store: Store, plan: _Plan, preparer: Preparer, problems: list[LoadProbl
 
     for doc_id in retracted:
         store.delete_document(doc_id)
+    store.record_retracted(plan.marked_retracted, [d.doc_id for d in live_docs])
     if updated or retracted:
         _forget_cached_answers(store, updated + retracted)
 

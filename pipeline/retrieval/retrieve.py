@@ -92,6 +92,18 @@ class _Leg:
 WINDOW_TOP_K = 5  # each leg's top candidates whose stored sentence windows are compared with the query (gate signal)
 
 
+def _retracted_matches(query: str, candidates: tuple[Candidate, ...], store: Store) -> tuple[str, ...]:
+    """:func:`pipeline.gate.signals.retracted_matches` against the store's retracted documents (none readable:
+    none matched; the abstention then reads on- or off-topic, which is what it said before the table existed)."""
+    from pipeline.gate.signals import retracted_matches
+
+    try:
+        retracted = store.retracted_documents()
+    except Exception:
+        return ()
+    return retracted_matches(query, candidates, retracted)
+
+
 def _window_scores(vector: tuple[float, ...], candidates: Sequence[Candidate], store: Store,
                    model: str) -> tuple[tuple[WindowScore, ...], str]:
     """Best sentence-window cosine of each leg's top :data:`WINDOW_TOP_K` candidates (so the set does not depend on
@@ -330,6 +342,7 @@ def run(query: str, cfg: RetrieveConfig, ctx: StageContext) -> RetrievalTrace:
     windows_ms = _elapsed_ms(t0)
 
     any_ran = dense.status == "ran" or keyword.status == "ran"
+    retracted = _retracted_matches(query, tuple(candidates), store)
     return RetrievalTrace(
         status="ran" if any_ran else "failed", query=query, query_terms=tuple(terms),
         dense_top_k=rc.dense_top_k, keyword_top_k=rc.keyword_top_k, rrf_k=rc.rrf_k,
@@ -339,6 +352,6 @@ def run(query: str, cfg: RetrieveConfig, ctx: StageContext) -> RetrievalTrace:
         fused_scale_note=FUSED_SCALE_NOTE if rc.fusion == "rrf" else CONVEX_SCALE_NOTE,
         dense_hits=len(dense.hits), keyword_hits=len(keyword.hits), candidates=tuple(candidates),
         reason=_reason(dense, keyword, idf_error), dense_status=dense.status, keyword_status=keyword.status,
-        query_idf=dict(idfs), window_scores=windows, window_status=window_status,
+        query_idf=dict(idfs), window_scores=windows, window_status=window_status, retracted_matches=retracted,
         timings_ms={"embed_query": embed_ms, "dense": dense.elapsed_ms, "keyword": keyword.elapsed_ms,
                     "fusion": fusion_ms, "windows": windows_ms})

@@ -82,14 +82,22 @@ def m003_catalogue_id(db: sqlite3.Connection) -> None:
     db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('catalogue_id', ?)", (uuid.uuid4().hex,))
 
 
-MIGRATIONS = [m001_catalogue, m002_passage_vectors, m003_catalogue_id]
+def m004_retracted_documents(db: sqlite3.Connection) -> None:
+    """Documents marked retracted (not indexed): their title and distinct terms, so that an abstention can say
+    that what the question names is in a retracted document; no existing row is changed."""
+    db.execute("CREATE TABLE retracted_documents (doc_id TEXT PRIMARY KEY, title TEXT NOT NULL, "
+               "terms_json TEXT NOT NULL)")
+
+
+MIGRATIONS = [m001_catalogue, m002_passage_vectors, m003_catalogue_id, m004_retracted_documents]
 
 
 def _already_in_schema(db: sqlite3.Connection) -> list[str]:
     """The migrations a catalogue made before migrations were recorded (release 0.1) already contains."""
     if not table_exists(db, "documents"):
         return []  # a blank database: every migration runs
-    return ["m001_catalogue"] + (["m002_passage_vectors"] if table_exists(db, "passage_vectors") else [])
+    return (["m001_catalogue"] + (["m002_passage_vectors"] if table_exists(db, "passage_vectors") else [])
+            + (["m004_retracted_documents"] if table_exists(db, "retracted_documents") else []))
 
 
 def unusable_message(path: Path, kind: str, reason: str) -> str:
@@ -295,7 +303,18 @@ class Catalogue:
         return {r[0]: StoredPassages(r[0], r[1], r[2], tuple(json.loads(r[4])),
                                      np.frombuffer(r[5], dtype=np.float32).reshape(-1, r[3])) for r in rows}
 
+    def retracted_documents(self) -> dict[str, tuple[str, frozenset[str]]]:
+        """doc id → (title, distinct terms) of every document an ingest saw marked retracted."""
+        rows = self.db.execute("SELECT doc_id, title, terms_json FROM retracted_documents ORDER BY doc_id")
+        return {r[0]: (r[1], frozenset(json.loads(r[2]))) for r in rows}
+
     # -- writes (inside the caller's transaction, except set_meta) ------------------------------------------
+    def record_retracted(self, retracted: dict[str, tuple[str, list[str]]], live: list[str]) -> None:
+        """Remember ``retracted`` (doc id → title, terms); forget documents that are live again."""
+        self.db.executemany("INSERT OR REPLACE INTO retracted_documents(doc_id, title, terms_json) VALUES (?, ?, ?)",
+                            [(d, t, json.dumps(sorted(set(terms)))) for d, (t, terms) in retracted.items()])
+        self.db.executemany("DELETE FROM retracted_documents WHERE doc_id=?", [(d,) for d in live])
+
     def set_meta(self, **values: Any) -> None:
         self.db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
                             [(k, str(v)) for k, v in values.items()])

@@ -383,6 +383,29 @@ class Store:
             self.index.delete(stale)
             return sum(len(chunks) for chunks in old.values())
 
+    def retracted_documents(self) -> dict[str, tuple[str, frozenset[str]]]:
+        """doc id → (title, distinct terms) of the documents ingested as retracted (read once per corpus version)."""
+        version = self.corpus_version
+        cached = getattr(self, "_retracted_cache", None)
+        if cached is None or cached[0] != version:
+            with self._lock:
+                cached = (version, self.catalogue.retracted_documents())
+            self._retracted_cache = cached
+        return cached[1]
+
+    def record_retracted(self, retracted: dict[str, tuple[str, list[str]]], live: list[str]) -> None:
+        """Remember the documents an ingest found marked retracted; forget those that are live again."""
+        known = self.retracted_documents()
+        retracted = {d: (t, terms) for d, (t, terms) in retracted.items()
+                     if d not in known or known[d] != (t, frozenset(terms))}
+        live = [d for d in live if d in known]
+        if not retracted and not live:
+            return   # nothing new: no write
+        with self.writing("ingest"), self._lock:
+            with self.catalogue.transaction():
+                self.catalogue.record_retracted(retracted, live)
+            self._retracted_cache = None
+
     def delete_document(self, doc_id: str) -> int:
         """Remove a document from the catalogue and both indexes; returns the chunks removed (0 if unknown)."""
         with self.writing("delete"), self._lock:

@@ -187,6 +187,7 @@ def _retrieval(trace: Trace, key: str) -> None:
          ("dense leg", f"{ret.dense_status or '–'}: {ret.dense_hits} hits of top-{ret.dense_top_k}"),
          ("keyword leg", f"{ret.keyword_status or '–'}: {ret.keyword_hits} hits of top-{ret.keyword_top_k}"),
          ("RRF k", ret.rrf_k), ("leg weights (dense, keyword)", (ret.dense_weight, ret.keyword_weight)),
+         ("retracted documents naming what the query names", ret.retracted_matches),
          ("reason", ret.reason)], f"{key}.kv")
     _timings_table(ret.timings_ms, f"{key}.timings",
                    "Retrieval's own times" + (" (of the original run)" if trace.cache_hit else ""))

@@ -105,7 +105,8 @@ def retrieval_section(trace: Trace, limit: int = CANDIDATE_ROWS) -> str:
              num(c.dense_score), esc(c.keyword_rank or "–"), num(c.fused_score, 4), esc(clip(c.text)))
             for c in ret.candidates[:limit]]
     info = fields([("query", ret.query), ("dense hits", ret.dense_hits), ("keyword hits", ret.keyword_hits),
-                   ("RRF k", ret.rrf_k), ("reason", ret.reason)])
+                   ("RRF k", ret.rrf_k), ("retracted documents matched", ", ".join(ret.retracted_matches)),
+                   ("reason", ret.reason)])
     more = f"<div>… {len(ret.candidates) - limit} more candidates</div>" if len(ret.candidates) > limit else ""
     return section("retrieve", ret.status, info + table(
         ("fused rank", "chunk", "document", "title", "dense rank", "cosine", "keyword rank", "fused score", "text"),

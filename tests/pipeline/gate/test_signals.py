@@ -192,3 +192,38 @@ def test_matched_terms_are_not_needed_for_coverage():
     r = _retrieval("alpha", [_cand("a#0", "alpha here", 1, 1 / 61, dense_rank=1, dense_score=0.4,
                                    matched_terms=(MatchedTerm("zzz", 1, 1, 1, 1),))], {"alpha": 2.0})
     assert signals.compute(r, SKIPPED).coverage == 1.0
+
+
+# -- questions about a retracted document ----------------------------------------------------------------
+
+RETRACTED = {"advisory-2-5": ("RETRACTED advisory HRA-2024-03", frozenset(
+    {"retracted", "advisory", "hra-2024-03", "hra", "2024", "03", "dlq", "entries", "lost", "restart", "2.5.0"}))}
+LIVE = (_cand("notes#0", "Release notes for 2.5.0: DLQ entries survive a restart.", 1, 2 / 61, dense_rank=1,
+              dense_score=0.6, keyword_rank=1, keyword_score=8.0),)
+
+
+def test_a_question_naming_what_only_a_retracted_document_holds_matches_it():
+    assert signals.retracted_matches("When was advisory HRA-2024-03 retracted?", LIVE, RETRACTED) == ("advisory-2-5",)
+    # what it names is in the live passages too: nothing to say about retraction
+    assert signals.retracted_matches("Do DLQ entries survive a restart in 2.5.0?", LIVE, RETRACTED) == ()
+    # no critical term at all: ordinary words never point at a retracted document
+    assert signals.retracted_matches("when were entries lost after a restart", LIVE, RETRACTED) == ()
+    # a critical term no retracted document holds either
+    assert signals.retracted_matches("What is advisory HRA-2025-11?", LIVE, RETRACTED) == ()
+    assert signals.retracted_matches("When was advisory HRA-2024-03 retracted?", LIVE, {}) == ()
+
+
+@given(st.text(max_size=120))
+def test_retracted_matches_only_ever_names_retracted_documents(query):
+    assert set(signals.retracted_matches(query, LIVE, RETRACTED)) <= set(RETRACTED)
+
+
+def test_the_abstention_names_the_retracted_document_the_question_is_about():
+    trace = dataclasses.replace(_retrieval("When was advisory HRA-2024-03 retracted?", LIVE,
+                                           {"hra-2024-03": 6.0, "advisory": 2.0, "retracted": 3.0}),
+                                retracted_matches=("advisory-2-5",))
+    g = gate.run(trace, SKIPPED, GateConfig(confidence_threshold_learned=1.0))
+    assert g.case == "retracted" and "advisory-2-5" in g.plain_reason and "retracted document" in g.plain_reason
+    again = Trace.from_json(Trace(question="q", retrieval=trace, gate=g).to_json())
+    assert again.retrieval.retracted_matches == ("advisory-2-5",) and gate.replay(again, GateConfig(
+        confidence_threshold_learned=1.0)).case == "retracted"

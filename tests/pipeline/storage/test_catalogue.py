@@ -36,6 +36,10 @@ CREATE TABLE IF NOT EXISTS passage_vectors (
     passages_json TEXT NOT NULL, vectors BLOB NOT NULL);
 """
 
+RETRACTED_TABLE = """
+CREATE TABLE retracted_documents (doc_id TEXT PRIMARY KEY, title TEXT NOT NULL, terms_json TEXT NOT NULL);
+"""  # m004
+
 TABLES = ("meta", "documents", "chunks", "terms", "passage_vectors")
 ALL = [m.__name__ for m in catalogue.MIGRATIONS]
 
@@ -97,11 +101,12 @@ def schema(path) -> dict[str, object]:
 
 def test_a_blank_database_gets_every_migration_and_exactly_the_release_0_1_schema(tmp_path):
     cat = Catalogue.open(tmp_path / "store.sqlite")
-    assert cat.applied_migrations() == ALL == ["m001_catalogue", "m002_passage_vectors", "m003_catalogue_id"]
+    assert cat.applied_migrations() == ALL == ["m001_catalogue", "m002_passage_vectors", "m003_catalogue_id",
+                                               "m004_retracted_documents"]
     cat.close()
     assert len(catalogue_id(tmp_path / "store.sqlite")) == 32
     reference = tmp_path / "reference.sqlite"
-    sqlite3.connect(reference).executescript(RELEASE_0_1_SCHEMA).connection.close()
+    sqlite3.connect(reference).executescript(RELEASE_0_1_SCHEMA + RETRACTED_TABLE).connection.close()
     assert schema(tmp_path / "store.sqlite") == schema(reference)
     db = sqlite3.connect(tmp_path / "store.sqlite")
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -185,6 +190,26 @@ def test_an_ingested_store_without_migration_records_reopens_whole(tmp_path, mod
         assert [h.doc_id for h in store.keyword_search(indices, values, 5)] == ["err-timeout-502"]
         assert store.catalogue.applied_migrations() == ALL
     assert dump(home / "store.sqlite") == before
+
+
+def test_the_release_before_m004_gets_only_the_retracted_table_and_every_row_is_kept(tmp_path):
+    path = tmp_path / "store.sqlite"
+    release_0_1_db(path)
+    db = sqlite3.connect(path, isolation_level=None)
+    apply_migrations(db, catalogue.MIGRATIONS[:3], catalogue._already_in_schema)
+    db.close()
+    before = dump(path)
+    cat = Catalogue.open(path)
+    assert cat.applied_migrations() == ALL and cat.retracted_documents() == {}
+    with cat.transaction():
+        cat.record_retracted({"advisory-1": ("RETRACTED advisory", ["hra-2024-03", "dlq", "dlq"])}, [])
+    assert cat.retracted_documents() == {"advisory-1": ("RETRACTED advisory", frozenset({"hra-2024-03", "dlq"}))}
+    with cat.transaction():
+        cat.record_retracted({}, ["advisory-1"])   # live again: forgotten
+    assert cat.retracted_documents() == {}
+    cat.close()
+    assert dump(path) == before
+    assert schema(path) == schema(_blank(tmp_path))
 
 
 def _blank(tmp_path):

@@ -94,6 +94,14 @@ def test_a_document_marked_retracted_is_removed_on_reingest(tmp_path, store, mod
     report = ingest_paths(store, [folder], PipelineConfig(), models, progress=False)
     assert report.retracted == ("guide-dlq",) and report.deleted == 1
     assert keyword_ids(store, "harborctl dlq replay") == []
+    title, terms = store.retracted_documents()["guide-dlq"]   # kept aside: a question can still be about it
+    assert "harborctl" in terms and title
+    version = store.corpus_version
+    ingest_paths(store, [folder], PipelineConfig(), models, progress=False)
+    assert store.corpus_version == version and list(store.retracted_documents()) == ["guide-dlq"]  # no change
+    (folder / "b.md").write_text(DOC_B)   # live again: indexed, no longer listed as retracted
+    ingest_paths(store, [folder], PipelineConfig(), models, progress=False)
+    assert store.retracted_documents() == {} and keyword_ids(store, "harborctl dlq replay")
 
 
 def test_keyword_scores_use_the_corpus_average_length_after_a_change(tmp_path, store, models):
