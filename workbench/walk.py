@@ -8,6 +8,8 @@
   before it is retrieved, its claims (listed by a dry run of the validator) before it is validated. The steps are
   the ones ``ask`` takes, in the same order for each case, so every trace is the one ``ask`` gives, up to the float
   rounding of a batched encoding.
+  The block's text analyses are memoised for the walk (:func:`pipeline.text.memo.text_memo`): the same chunks come
+  back for many questions, and their tokens, language and instruction findings are pure functions of their text.
 - Either walk **reuses** an earlier walk's rewrite, retrieval and rerank for a case (:func:`reusable`,
   :meth:`~pipeline.engine.Pipeline.resume`) when that walk's configuration differs from this one only after
   retrieval and the question and history are the same: only the gate onwards runs.
@@ -23,6 +25,7 @@ from collections.abc import Callable, Sequence
 
 from pipeline.context import StageContext
 from pipeline.engine import Pipeline, QuestionError, clean_question, coerce_history, retrieval_differences
+from pipeline.text.memo import text_memo
 from pipeline.trace import Trace
 from pipeline.validation import citations
 from workbench.golden import GoldenCase
@@ -79,7 +82,7 @@ def walk_batched(cases: Sequence[GoldenCase], pipeline: Pipeline, generate: bool
     ran, traces, rejected = [], [], []
     memo = getattr(pipeline.models, "memo", None)
     blocks = [cases[i:i + BATCH_CASES] for i in range(0, len(cases), BATCH_CASES)]
-    with memo.background() if memo is not None else contextlib.nullcontext():
+    with memo.background() if memo is not None else contextlib.nullcontext(), text_memo():
         begun = _begin_block(blocks[0], pipeline, earlier, rejected, memo) if blocks else None
         waiting: list[tuple[GoldenCase, Trace]] = []   # the previous block, decided, to finish
         reused = 0

@@ -62,6 +62,7 @@ from pipeline.text.language import (
     is_foreign,
     language_of,
 )
+from pipeline.text.memo import memoised
 from pipeline.text.sentences import split_sentences
 
 __all__ = ["Finding", "Language", "directive_signals", "dominant_language", "findings", "instruction_signals",
@@ -382,6 +383,10 @@ def sentences_of(text: str) -> list[str]:
     return out
 
 
+def _bare(lang: Language | None) -> Language | None:
+    return None if lang is None else lang.bare()
+
+
 def sentence_signals(sentence: str, reference: Language | None = None, own: Language | None = None
                      ) -> tuple[str, ...]:
     """Why one sentence reads as an order (empty: it does not), given the language the answer is in
@@ -390,6 +395,11 @@ def sentence_signals(sentence: str, reference: Language | None = None, own: Lang
     A sentence foreign to either — an island of another language — is an order when it addresses someone
     in its own language; an English one by :func:`directive_signals`; a base64 run by what it decodes to.
     """
+    return _sentence_signals(sentence, _bare(reference), _bare(own))
+
+
+@memoised  # a walk over many questions reads the same chunks' sentences again (pipeline/text/memo.py)
+def _sentence_signals(sentence: str, reference: Language | None, own: Language | None) -> tuple[str, ...]:
     signals: list[str] = []
     if _ROLE_LABEL.match(sentence) or _FOREIGN_ROLE_LABEL.match(sentence) or _ROLE_LABEL_INSIDE.search(sentence):
         signals.append("role label")
@@ -432,6 +442,11 @@ def findings(text: str, reference: Language | None = None) -> list[Finding]:
 def instruction_signals(text: str, reference: Language | None = None) -> tuple[str, ...]:
     """Names of the ways ``text`` (a chunk, a title, an answer) reads as an order to a model or a reader;
     empty when it reads as documentation."""
+    return _instruction_signals(text, _bare(reference))
+
+
+@memoised
+def _instruction_signals(text: str, reference: Language | None) -> tuple[str, ...]:
     out: list[str] = []
     for finding in findings(text, reference):
         out.extend(s for s in finding.signals if s not in out)

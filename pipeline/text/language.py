@@ -22,6 +22,8 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 
+from pipeline.text.memo import memoised
+
 # Function words per language: the most frequent closed-class words, minus those shared with English
 # (so an English sentence quoting "a" or "in" is never counted as Italian or German).
 _FUNCTION_WORDS = {
@@ -111,6 +113,12 @@ class Language:
     def name(self) -> str:
         return self.code or self.script.lower()
 
+    def bare(self) -> Language:
+        """The language alone, without the counts of the text it was read from: all that :func:`is_foreign` and
+        the instruction rules read of a reference, so the results memoised for one text serve every reference
+        in the same language (:mod:`pipeline.text.memo`)."""
+        return self if not (self.words or self.hits) else Language(script=self.script, code=self.code)
+
 
 def _prose(text: str) -> str:
     """The words of ``text`` a language can be read from: code spans, URLs and identifiers removed."""
@@ -133,6 +141,7 @@ def _script(ch: str) -> str:
     return first.capitalize()
 
 
+@memoised  # a walk over many questions reads the same chunks' sentences again (pipeline/text/memo.py)
 def language_of(text: str) -> Language:
     """The script of most of ``text``'s letters and, for Latin script, the language whose function words
     it uses most (English on a tie). Unknown when fewer than 3 letters or no function word are found."""
@@ -162,6 +171,11 @@ def is_foreign(text: str, reference: Language) -> bool:
     Another script needs at least 4 of its letters making up most of the text; another Latin-script
     language needs 2 of its own function words and more than twice the reference language's.
     """
+    return _is_foreign(text, reference.bare())
+
+
+@memoised
+def _is_foreign(text: str, reference: Language) -> bool:
     if not reference.known:
         return False
     lang = language_of(text)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from pipeline.text.memo import memoised
+
 # A token: runs of letters/digits/underscores, optionally joined by . - / : into one compound
 # ("delivery.timeout_ms", "v3.1", "ERR_TIMEOUT_502", "harbor.toml", "/v2/events").
 _TOKEN = re.compile(r"[0-9A-Za-z_]+(?:[.\-/:][0-9A-Za-z_]+)*")
@@ -49,16 +51,17 @@ def _is_compound(raw: str) -> bool:
 
 def tokenize(text: str) -> list[str]:
     """Tokens of ``text`` in order; a compound identifier yields itself, then its parts."""
-    return _tokens(text, parts=True)
+    return list(_tokens(text, True))
 
 
 def whole_tokens(text: str) -> list[str]:
     """Tokens of ``text`` in order without the parts of compounds: ``v3.1`` is one token, never ``3`` and ``1``
     (what an exact comparison of numbers, versions and identifiers needs)."""
-    return _tokens(text, parts=False)
+    return list(_tokens(text, False))
 
 
-def _tokens(text: str, parts: bool) -> list[str]:
+@memoised  # the same chunk texts are tokenized for every question of a golden walk (pipeline/text/memo.py)
+def _tokens(text: str, parts: bool) -> tuple[str, ...]:
     out: list[str] = []
     for match in _TOKEN.finditer(text):
         raw = match.group(0).lower().strip("_")
@@ -74,4 +77,4 @@ def _tokens(text: str, parts: bool) -> list[str]:
             continue
         else:
             out.append(raw if _is_compound(raw) else _stem(raw))
-    return out
+    return tuple(out)
