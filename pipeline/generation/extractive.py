@@ -277,12 +277,20 @@ def render(picks: Sequence[Unit]) -> str:
     for unit in ordered:
         last = paragraphs[-1][-1] if paragraphs else None
         joinable = last is not None and last.source == unit.source and last.block == unit.block and \
-            unit.kind == "prose" and last.kind == "prose"
+            unit.kind == "prose" and last.kind == "prose" and _stays_apart(last, unit)
         if joinable:
             paragraphs[-1].append(unit)
         else:
             paragraphs.append([unit])
     return "\n\n".join(" ".join(_cite_unit(u) for u in para) for para in paragraphs)
+
+
+def _stays_apart(first: Unit, second: Unit) -> bool:
+    """Whether two quoted sentences, joined by a space, still read as two: a sentence left out between them can
+    have been what separated them ("e.g.." before a lower-case word reads as an ellipsis), and the validator must
+    see each quoted sentence as its own claim."""
+    a, b = _cite_unit(first), _cite_unit(second)
+    return len(split_sentences(f"{a} {b}")) == len(split_sentences(a)) + len(split_sentences(b))
 
 
 def _cite_unit(unit: Unit) -> str:

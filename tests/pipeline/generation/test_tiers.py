@@ -83,7 +83,9 @@ def test_a_cheap_answer_that_cites_the_wrong_source_goes_to_the_expensive_tier(s
     assert [r.model for r in stub.requests] == ["gpt-4o-mini", "gpt-4o"]
     assert gen.kept_tier == 2 and gen.answer.endswith("[1].") and result.validation.unsupported == 0
     first, second = gen.tiers
-    assert first.escalate_reasons == ("unsupported",) and first.unsupported == 1 and not first.kept
+    # unsupported by the source it cites, and stated word for word by the one it should have cited
+    assert first.escalate_reasons == ("unsupported", "misattributed") and first.unsupported == 1 and not first.kept
+    assert first.misattributed == 1
     assert second.kept and second.escalate_reasons == () and second.supported == 1
     assert (first.prompt_tokens, first.completion_tokens) == (800, 40)
     assert gen.llm_calls == 2
