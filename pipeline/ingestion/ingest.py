@@ -82,15 +82,16 @@ class IngestReport:
 
 
 def build_signature(cfg: PipelineConfig, dim: int) -> str:
-    """What the stored vectors depend on; a change means every chunk must be rebuilt."""
+    """What the stored vectors depend on; a change means every chunk must be rebuilt. The passage-vector
+    settings (``ingest.passage_vectors``, ``passage_vectors_mode``) are not part of it: both modes give the
+    validator vectors of the same windows, so a change applies to the documents ingested from then on (ingest
+    into a new store to redo the others)."""
     bm25 = [cfg.keyword.k1, cfg.keyword.b] + ([cfg.keyword.heading_weight] if cfg.keyword.heading_weight != 1.0
                                               else [])  # unchanged for stores built before the parameter
     signature = {"embedding": cfg.embedding.model, "dim": dim, "chunking": [cfg.chunking.max_tokens,
                  cfg.chunking.overlap_tokens], "bm25": bm25}
     if cfg.embedding.precision != "fp32":  # absent for fp32, so stores built before the setting are not rebuilt
         signature["precision"] = cfg.embedding.precision
-    if cfg.ingest.passage_vectors and cfg.ingest.passage_vectors_mode != "separate":  # absent: separate (older)
-        signature["passage_vectors"] = cfg.ingest.passage_vectors_mode
     return json.dumps(signature, sort_keys=True)
 
 
@@ -173,8 +174,7 @@ def _plan(store: Store, documents: list[Document], cfg: PipelineConfig, embedder
             raise StoreError(f"the store at {store.home} was built with {json.loads(stored_signature)['embedding']} "
                              f"(dimension {json.loads(stored_signature)['dim']}); delete the data directory or use "
                              f"another --store to ingest with {cfg.embedding.model}")
-        notes.append("chunking, BM25, embedding or passage-vector settings changed since the last ingest: "
-                     "rebuilding every document")
+        notes.append("chunking, BM25 or embedding settings changed since the last ingest: rebuilding every document")
         known = {d.doc_id for d in documents}
         documents = documents + [d for d in (store.load_document(s.doc_id) for s in store.documents())
                                  if d is not None and d.doc_id not in known]
