@@ -361,6 +361,10 @@ def window_spans(chunk: Chunk, windows: tuple[str, ...]) -> list[tuple[int, int]
         if start >= 0:
             spans.append((offset + start, offset + start + len(window)))
             continue
+        loose = _loose_find(text, window)  # the sentence splitter reads a line break as a space
+        if loose is not None:
+            spans.append((offset + loose[0], offset + loose[1]))
+            continue
         found = None
         for cut in (i for i, ch in enumerate(window) if ch == " "):
             first, second = window[:cut], window[cut + 1:]
@@ -370,6 +374,25 @@ def window_spans(chunk: Chunk, windows: tuple[str, ...]) -> list[tuple[int, int]
                     break
         spans.append(None if found is None else (offset + found[0], offset + found[1]))
     return spans
+
+
+def _loose_find(text: str, window: str) -> tuple[int, int] | None:
+    """The span of ``window`` in ``text``, reading any run of whitespace as one space and ignoring the inline-code
+    backticks the sentence splitter drops (a window of ```a.b``` reads ``a.b``)."""
+    kept: list[int] = []      # index in text of each character of the plain form
+    plain: list[str] = []
+    for i, ch in enumerate(text):
+        if ch == "`":
+            continue
+        if ch.isspace():
+            if plain and plain[-1] == " ":
+                continue
+            ch = " "
+        kept.append(i)
+        plain.append(ch)
+    target = " ".join(window.replace("`", "").split())
+    at = "".join(plain).find(target) if target else -1
+    return (kept[at], kept[at + len(target) - 1] + 1) if at >= 0 else None
 
 
 def _adjacent(text: str, first: str, second: str) -> tuple[int, int] | None:
