@@ -376,13 +376,17 @@ def window_spans(chunk: Chunk, windows: tuple[str, ...]) -> list[tuple[int, int]
     return spans
 
 
+_MARKUP = frozenset("`*")
+
+
 def _loose_find(text: str, window: str) -> tuple[int, int] | None:
-    """The span of ``window`` in ``text``, reading any run of whitespace as one space and ignoring the inline-code
-    backticks the sentence splitter drops (a window of ```a.b``` reads ``a.b``)."""
+    """The span of ``window`` in ``text``, reading any run of whitespace as one space and ignoring the markup the
+    sentence splitter drops: inline-code backticks and emphasis asterisks (```a.b``` reads ``a.b``, ``**Type:**``
+    reads ``Type:``)."""
     kept: list[int] = []      # index in text of each character of the plain form
     plain: list[str] = []
     for i, ch in enumerate(text):
-        if ch == "`":
+        if ch in _MARKUP:
             continue
         if ch.isspace():
             if plain and plain[-1] == " ":
@@ -390,7 +394,7 @@ def _loose_find(text: str, window: str) -> tuple[int, int] | None:
             ch = " "
         kept.append(i)
         plain.append(ch)
-    target = " ".join(window.replace("`", "").split())
+    target = " ".join("".join(ch for ch in window if ch not in _MARKUP).split())
     at = "".join(plain).find(target) if target else -1
     return (kept[at], kept[at + len(target) - 1] + 1) if at >= 0 else None
 
