@@ -39,6 +39,7 @@ one recomputes it and, when it drifted by more than ``AVGDL_TOLERANCE``, rewrite
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -369,11 +370,33 @@ def window_spans(chunk: Chunk, windows: tuple[str, ...]) -> list[tuple[int, int]
         for cut in (i for i, ch in enumerate(window) if ch == " "):
             first, second = window[:cut], window[cut + 1:]
             if first in known and second in known:
-                found = _adjacent(text, first, second)
+                found = _adjacent(text, first, second) or _in_order(text, first, second)
                 if found:
                     break
+        if found is None:
+            found = _by_words(text, window)
         spans.append(None if found is None else (offset + found[0], offset + found[1]))
     return spans
+
+
+def _by_words(text: str, window: str) -> tuple[int, int] | None:
+    """The span of the first run of ``text``'s words equal to ``window``'s words, whatever punctuation and markup
+    lie between them (a table row the splitter read without its ``|``, a list item without its marker)."""
+    want = re.findall(r"\w+", window)
+    if not want:
+        return None
+    words = list(re.finditer(r"\w+", text))
+    tokens = [m.group() for m in words]
+    for i in range(len(tokens) - len(want) + 1):
+        if tokens[i:i + len(want)] == want:
+            return words[i].start(), words[i + len(want) - 1].end()
+    return None
+
+
+def _in_order(text: str, first: str, second: str) -> tuple[int, int] | None:
+    """From ``first`` to ``second`` when both are located by their words and ``second`` follows ``first``."""
+    a, b = _by_words(text, first), _by_words(text, second)
+    return (a[0], b[1]) if a and b and b[0] >= a[1] else None
 
 
 _MARKUP = frozenset("`*")
