@@ -10,6 +10,7 @@ import pytest
 
 from pipeline.config import PipelineConfig
 from pipeline.engine import AFTER_RETRIEVAL, Pipeline, QuestionError, retrieval_differences
+from tests.support.traces import timeless
 
 QUESTIONS = ("What does ERR_TIMEOUT_502 mean?", "How do I rotate an API token?", "What is the capital of France?")
 FOLLOW_UP = ("and how long does it wait?", [{"role": "user", "content": "What does ERR_TIMEOUT_502 mean?"},
@@ -19,15 +20,7 @@ OFF = {"cache.enabled": False}
 
 def _same(a, b) -> dict:
     """Everything a run recorded except when it ran, its id and its wall-clock times."""
-    def strip(trace):
-        d = trace.to_dict()
-        for key in ("run_id", "created_at", "timings_ms"):
-            d.pop(key)
-        for stage in ("rewrite", "retrieval", "rerank", "gate", "generation", "validation", "trust"):
-            d[stage].pop("latency_ms", None)
-        d["retrieval"].pop("timings_ms", None)
-        return d
-    return strip(a) == strip(b)
+    return timeless(a) == timeless(b)
 
 
 def _stepped(pipeline: Pipeline, question, history=None, generate_answer=True):

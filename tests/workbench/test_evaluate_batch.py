@@ -16,6 +16,7 @@ from pipeline.ingestion.documents import load_paths
 from pipeline.ingestion.ingest import ingest_documents
 from pipeline.storage.store import Store
 from pipeline.testing import FakeEmbedder, fake_models
+from tests.support.traces import timeless
 from workbench import evaluate, walk
 from workbench.golden import load_golden
 from workbench.memo import MemoEmbedder, TextRecorder
@@ -36,13 +37,7 @@ def _rows(evaluation) -> list[dict]:
 
 def _content(trace) -> dict:
     """A trace without when it ran, its id and its times."""
-    d = trace.to_dict()
-    for key in ("run_id", "created_at", "timings_ms"):
-        d.pop(key)
-    for stage in ("rewrite", "retrieval", "rerank", "gate", "generation", "validation", "trust"):
-        d[stage].pop("latency_ms", None)
-    d["retrieval"].pop("timings_ms", None)
-    return d
+    return timeless(trace)
 
 
 def _golden(cases: int):
