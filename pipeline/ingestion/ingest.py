@@ -15,7 +15,8 @@ batched write (:meth:`Store.replace_documents`: one index flush and one catalogu
 citation validator (:mod:`pipeline.validation.citations`) so that answering never embeds a chunk's passages.
 With ``ingest.passage_vectors_mode = late`` the windows are instead pooled from the chunk's own forward pass
 (:meth:`pipeline.models.encoders.SentenceEmbedder.encode_late`, located by :func:`window_spans`), so each chunk is
-encoded once; an embedder without ``encode_late`` (the test fakes) encodes them separately.
+encoded once (a chunk longer than the encoder's token window in continuation passes over the rest of its text,
+not window by window); an embedder without ``encode_late`` (the test fakes) encodes them separately.
 
 The keyword leg's sparse vectors use ``keyword.k1``, ``keyword.b`` and ``keyword.heading_weight`` (a heading-path
 word's term-frequency weight, :func:`chunk_sparse`); they are part of the build signature, so changing one
@@ -437,8 +438,8 @@ def _adjacent(text: str, first: str, second: str) -> tuple[int, int] | None:
 
 def _late_vectors(chunks: list[Chunk], windows: list[tuple[str, ...]], embedder) -> tuple[np.ndarray, np.ndarray]:
     """``ingest.passage_vectors_mode = late``: one forward pass per chunk gives the chunk vector and every window
-    vector it can (:meth:`SentenceEmbedder.encode_late`); windows that cannot be located or lie past the
-    encoder's token limit are encoded on their own in one more call. Returns (chunk vectors, window vectors in
+    vector it can (:meth:`SentenceEmbedder.encode_late`, with continuation passes past the encoder's token window);
+    windows that cannot be located, or that are longer than that window, are encoded on their own in one more call. Returns (chunk vectors, window vectors in
     the order of ``windows``)."""
     spans = [window_spans(c, ws) for c, ws in zip(chunks, windows, strict=True)]
     dense, pooled = embedder.encode_late([c.indexed_text for c in chunks],

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.models.encoders import _pool_span
+from pipeline.models.encoders import late_pool
 from pipeline.models.rerank_onnx import OPSET, _checkpoint_key, cache_root
 from pipeline.models.resolve import ModelUnavailable, quiet_transformers, resolve_model
 
@@ -241,24 +241,17 @@ class OnnxEmbedder:
     def encode_late(self, texts: list[str], spans: list[list[tuple[int, int]]],
                     batch_size: int | None = None) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
         """Late chunking from the int8 forward pass: each text's vector and one vector per character span (its
-        tokens mean-pooled, L2-normalised; None when the span lies past the truncation), as
-        :meth:`pipeline.models.encoders.SentenceEmbedder.encode_late`."""
+        tokens mean-pooled, L2-normalised), with continuation passes for spans past the truncation, as
+        :meth:`pipeline.models.encoders.SentenceEmbedder.encode_late` (:func:`~pipeline.models.encoders.late_pool`)."""
+        def forward(batch: list[str]):
+            features = self._features(batch, offsets=True)
+            offsets = np.asarray(features.pop("offset_mapping"))
+            tokens, mask = self._tokens(features)
+            return self._mean_pool(tokens, mask), tokens, offsets, mask.astype(bool)
+
         with self._lock:
             self.calls += 1
-            pooled = np.zeros((len(texts), self.dim), dtype=np.float32)
-            windows: list[list[np.ndarray | None]] = [[] for _ in texts]
-            size = batch_size or self.batch_size
-            order = self._order(texts)
-            for start in range(0, len(order), size):
-                batch = order[start:start + size]
-                features = self._features([texts[i] for i in batch], offsets=True)
-                offsets = np.asarray(features.pop("offset_mapping"))
-                tokens, mask = self._tokens(features)
-                pooled[batch] = self._mean_pool(tokens, mask)
-                for row, i in enumerate(batch):
-                    windows[i] = [_pool_span(tokens[row], offsets[row], mask[row].astype(bool), s, e)
-                                  for s, e in spans[i]]
-        return pooled, windows
+            return late_pool(texts, spans, forward, batch_size or self.batch_size, self.dim)
 
 
 def load_int8_embedder(name: str, batch_size: int = 16) -> OnnxEmbedder:

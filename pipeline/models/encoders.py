@@ -70,33 +70,70 @@ class SentenceEmbedder:
         """One forward pass per text gives its embedding *and* a vector per character span ("late chunking",
         Günther et al. 2024): the span's contextual token embeddings, mean-pooled and L2-normalised.
 
-        The text embedding is the model's own (the same pooling and normalisation as :meth:`encode`). A span
-        with no token inside the encoder's window (the text was truncated before it) gets ``None``: the caller
-        encodes it separately."""
+        The text embedding is the model's own (the same pooling, truncation and normalisation as :meth:`encode`).
+        Spans the truncated pass does not reach whole are pooled from continuation passes
+        (:func:`late_pool`); a span longer than the encoder's window gets ``None``: the caller encodes it
+        separately."""
         import torch
+
+        tokenizer, limit = self._model.tokenizer, self._model.max_seq_length
+
+        def forward(batch: list[str]):
+            features = tokenizer(batch, padding=True, truncation=True, max_length=limit,
+                                 return_offsets_mapping=True, return_tensors="pt")
+            offsets = features.pop("offset_mapping").numpy()
+            with torch.inference_mode():
+                out = self._model(dict(features))
+            return (out["sentence_embedding"].float().numpy(), out["token_embeddings"].float().numpy(), offsets,
+                    features["attention_mask"].numpy().astype(bool))
 
         with self._lock:
             self.calls += 1
-            if not texts:
-                return np.zeros((0, self.dim), dtype=np.float32), []
-            size = batch_size or self.batch_size
-            order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-            pooled = np.zeros((len(texts), self.dim), dtype=np.float32)
-            windows: list[list[np.ndarray | None]] = [[] for _ in texts]
-            tokenizer, limit = self._model.tokenizer, self._model.max_seq_length
-            for start in range(0, len(order), size):
-                batch = order[start:start + size]
-                features = tokenizer([texts[i] for i in batch], padding=True, truncation=True, max_length=limit,
-                                     return_offsets_mapping=True, return_tensors="pt")
-                offsets = features.pop("offset_mapping").numpy()
-                with torch.inference_mode():
-                    out = self._model(dict(features))
-                tokens = out["token_embeddings"].float().numpy()
-                mask = features["attention_mask"].numpy().astype(bool)
-                pooled[batch] = out["sentence_embedding"].float().numpy()
-                for row, i in enumerate(batch):
-                    windows[i] = [_pool_span(tokens[row], offsets[row], mask[row], s, e) for s, e in spans[i]]
-        return pooled, windows
+            return late_pool(texts, spans, forward, batch_size or self.batch_size, self.dim)
+
+
+def late_pool(texts: list[str], spans: list[list[tuple[int, int]]], forward, batch_size: int,
+              dim: int) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
+    """Late chunking over any encoder: ``forward(batch of texts)`` returns (text vectors, token embeddings,
+    character offsets, attention mask) of one truncated pass.
+
+    Each text's vector is its first pass's. A span lies in a pass when the pass read the text up to the span's
+    end; spans past the truncation are pooled from a continuation pass over the text from the first such span's
+    start (its tokens read in that segment's context), repeated until every span is pooled. Each continuation
+    reads only what the previous passes did not, so a long text costs about its length in tokens instead of a
+    second encoding of every window. A span that a pass starting at it cannot hold whole gets ``None``."""
+    pooled = np.zeros((len(texts), dim), dtype=np.float32)
+    windows: list[list[np.ndarray | None]] = [[None] * len(s) for s in spans]
+    # (text index, character offset of the segment in the text, indices of the spans still to pool)
+    pending = [(i, 0, list(range(len(spans[i])))) for i in range(len(texts))]
+    first = True
+    while pending:
+        segments = [texts[i][start:] for i, start, _ in pending]
+        order = sorted(range(len(pending)), key=lambda j: -len(segments[j]))
+        following = []
+        for b in range(0, len(order), batch_size):
+            batch = order[b:b + batch_size]
+            vectors, tokens, offsets, mask = forward([segments[j] for j in batch])
+            for row, j in enumerate(batch):
+                i, start, todo = pending[j]
+                if first:
+                    pooled[i] = vectors[row]
+                real = mask[row] & (offsets[row][:, 1] > offsets[row][:, 0])
+                read_to = int(offsets[row][real, 1].max()) if real.any() else 0
+                whole = not segments[j][read_to:].strip()
+                left = []
+                for k in todo:
+                    s, e = spans[i][k][0] - start, spans[i][k][1] - start
+                    if whole or e <= read_to:
+                        windows[i][k] = _pool_span(tokens[row], offsets[row], mask[row], s, e)
+                    elif s <= 0:
+                        continue  # it starts this pass and still does not fit: the caller encodes it alone
+                    else:
+                        left.append(k)
+                if left:
+                    following.append((i, start + max(0, min(spans[i][k][0] - start for k in left)), left))
+        pending, first = following, False
+    return pooled, windows
 
 
 def _pool_span(tokens: np.ndarray, offsets: np.ndarray, mask: np.ndarray, start: int, end: int) -> np.ndarray | None:

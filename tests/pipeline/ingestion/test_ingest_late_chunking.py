@@ -59,7 +59,7 @@ def test_late_mode_encodes_each_chunk_once_and_keeps_the_chunk_vector(tmp_path, 
     assert (cosines > 0.3).all() and not np.allclose(cosines, 1.0)  # same meaning, contextual vectors
 
 
-def test_windows_past_the_token_limit_are_encoded_on_their_own(tmp_path, real_models):
+def test_windows_past_the_token_limit_come_from_a_continuation_pass_not_a_second_encoding(tmp_path, real_models):
     embedder = real_models.embedder(PipelineConfig().embedding)
     long_text = " ".join(f"Sentence number {i} talks about delivery attempt {i} in some detail." for i in range(60))
     doc = Document(doc_id="long", title="Long", text=long_text, source="l.md", format="md")
@@ -69,10 +69,14 @@ def test_windows_past_the_token_limit_are_encoded_on_their_own(tmp_path, real_mo
         ingest_documents(store, [doc], cfg, Models(embedder=late), progress=False)
         chunk = store.chunks()[0]
         entry = store.passage_vectors([chunk.chunk_id])[chunk.chunk_id]
-    assert late.late and late.encoded  # the tail windows needed their own pass
+    assert late.late and late.encoded == []  # the tail windows were pooled from the chunk's continuation passes
     assert entry.vectors.shape[0] == len(entry.passages) + 1
-    assert late.encoded[-1] in entry.passages  # the last windows lie past the 256-token window
-    assert "Sentence number 0 talks" not in " ".join(late.encoded)  # the head came from the chunk's pass
+    np.testing.assert_allclose(entry.vectors[0], embedder.encode(late.late)[0], atol=1e-5)  # the model's own
+    tail = [i for i, p in enumerate(entry.passages) if "number 59 " in p]
+    assert tail  # the last sentence lies far past the encoder's 256-token window
+    separate = embedder.encode([entry.passages[i] for i in tail])
+    cosines = np.sum(entry.vectors[[i + 1 for i in tail]] * separate, axis=1)
+    assert (cosines > 0.3).all()  # pooled from text that was read: the same meaning as encoding it alone
 
 
 def test_a_fake_embedder_without_late_pooling_falls_back_to_separate_windows(tmp_path):
