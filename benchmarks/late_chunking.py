@@ -66,6 +66,19 @@ class _Vectors:
         return {cid: self.entries[cid] for cid in chunk_ids if cid in self.entries}
 
 
+def token_coverage(documents, models: Models) -> dict:
+    """Tokens in the documents' chunks (as ingestion chunks and indexes them) and how many of them the raw
+    embedder reads: it truncates each chunk to its token window, late chunking reads every token."""
+    from pipeline.ingestion.chunking import chunk_document
+
+    cfg = PipelineConfig()
+    embedder = models.embedder(cfg.embedding)
+    lengths = [embedder.token_count(c.indexed_text) for d in documents for c in chunk_document(d, cfg.chunking)]
+    window = embedder.max_tokens
+    return {"window": window, "chunks": len(lengths), "tokens": sum(lengths),
+            "raw_reads": sum(min(n, window) for n in lengths), "chunks_over_window": sum(n > window for n in lengths)}
+
+
 def chunk_vectors(candidates, embedder, mode: str) -> dict:
     """What ingestion would store for these chunks under ``mode`` (the ingest's own code path)."""
     from pipeline.ingestion.documents import Chunk
@@ -131,6 +144,14 @@ def render(results: dict) -> str:
     share = speed["late"]["chunks_per_s"] / raw
     lines += ["", f"Late chunking ingests at {share:.0%} of the raw embedder's chunks/s (target "
               f"{SPEED_TARGET:.0%}: {'met' if share >= SPEED_TARGET else 'not met'}).", ""]
+    cover = r.get("tokens")
+    if cover:
+        lines += [f"The raw embedder reads the first {cover['window']} tokens of a chunk; "
+                  f"{cover['chunks_over_window']} of these {cover['chunks']} chunks are longer, so it reads "
+                  f"{cover['raw_reads']:,} of their {cover['tokens']:,} tokens "
+                  f"({cover['raw_reads'] / cover['tokens']:.0%}). Late chunking reads every token (the rest in "
+                  "continuation passes), because the validator needs a vector for every window: the raw figure "
+                  "is for less text.", ""]
     if agree["claims"]:
         lines += [f"Validator agreement: {agree['answers_validated']} validated answers of a golden evaluation "
                   f"({agree['cases']} traces, `{r['traces']}`), {agree['claims']} claims, each re-validated with the "
@@ -176,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     speed = {mode: ingest_speed(mode, args.home / mode, documents, models) for mode in MODES}
     agree = agreement(read_traces(args.traces), models)
     results = {"meta": meta, "documents": len(documents), "traces": str(args.traces.relative_to(ROOT)),
-               "speed": speed, "agreement": agree}
+               "speed": speed, "tokens": token_coverage(documents, models), "agreement": agree}
     path = write_results(NAME, results)
     print(render(load_results(NAME)))
     print(f"wrote {path}", file=sys.stderr)

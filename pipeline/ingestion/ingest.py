@@ -439,8 +439,8 @@ def _adjacent(text: str, first: str, second: str) -> tuple[int, int] | None:
 def _late_vectors(chunks: list[Chunk], windows: list[tuple[str, ...]], embedder) -> tuple[np.ndarray, np.ndarray]:
     """``ingest.passage_vectors_mode = late``: one forward pass per chunk gives the chunk vector and every window
     vector it can (:meth:`SentenceEmbedder.encode_late`, with continuation passes past the encoder's token window);
-    windows that cannot be located, or that are longer than that window, are encoded on their own in one more call. Returns (chunk vectors, window vectors in
-    the order of ``windows``)."""
+    windows that cannot be located, or that are longer than that window, are encoded on their own in one more call.
+    Returns (chunk vectors, window vectors in the order of ``windows``)."""
     spans = [window_spans(c, ws) for c, ws in zip(chunks, windows, strict=True)]
     dense, pooled = embedder.encode_late([c.indexed_text for c in chunks],
                                          [[sp for sp in s if sp is not None] for s in spans])

@@ -65,6 +65,15 @@ class SentenceEmbedder:
                                          show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
 
+    @property
+    def max_tokens(self) -> int:
+        """The encoder's token window: :meth:`encode` reads a text's first ``max_tokens`` tokens (specials included)."""
+        return int(self._model.max_seq_length)
+
+    def token_count(self, text: str) -> int:
+        """Tokens the encoder's tokenizer makes of ``text`` untruncated (specials included)."""
+        return len(self._model.tokenizer(text, truncation=False)["input_ids"])
+
     def encode_late(self, texts: list[str], spans: list[list[tuple[int, int]]],
                     batch_size: int | None = None) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
         """One forward pass per text gives its embedding *and* a vector per character span ("late chunking",
