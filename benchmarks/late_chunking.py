@@ -147,8 +147,8 @@ def render(results: dict) -> str:
     cover = r.get("tokens")
     if cover:
         lines += [f"The raw embedder reads the first {cover['window']} tokens of a chunk; "
-                  f"{cover['chunks_over_window']} of these {cover['chunks']} chunks are longer, so it reads "
-                  f"{cover['raw_reads']:,} of their {cover['tokens']:,} tokens "
+                  f"{cover['chunks_over_window']} of the {cover['chunks']} chunks the chunker makes of these "
+                  f"documents are longer, so it reads {cover['raw_reads']:,} of their {cover['tokens']:,} tokens "
                   f"({cover['raw_reads'] / cover['tokens']:.0%}). Late chunking reads every token (the rest in "
                   "continuation passes), because the validator needs a vector for every window: the raw figure "
                   "is for less text.", ""]

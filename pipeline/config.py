@@ -145,20 +145,20 @@ class GateConfig:
     # Fitted with the default passage-vector mode (late): the window signal reads those vectors.
     # fused_norm is not fitted (pipeline/gate/learned.py FITTED). Provisional: re-fit on your data.
     confidence_threshold_learned: float = _tunable(
-        0.88, "Answer when the learned rule's probability is at least this.", lo=0.0, hi=1.0, provisional=True)
-    learned_intercept: float = _tunable(-10.562, "Learned rule: intercept of the logit.", lo=-1000.0, hi=1000.0,
+        0.894, "Answer when the learned rule's probability is at least this.", lo=0.0, hi=1.0, provisional=True)
+    learned_intercept: float = _tunable(-9.9186, "Learned rule: intercept of the logit.", lo=-1000.0, hi=1000.0,
                                         provisional=True)
-    learned_window: float = _tunable(6.5623, "Learned rule: coefficient of the best sentence-window cosine.",
+    learned_window: float = _tunable(5.3271, "Learned rule: coefficient of the best sentence-window cosine.",
                                      lo=-1000.0, hi=1000.0, provisional=True)
-    learned_coverage: float = _tunable(1.2724, "Learned rule: coefficient of the IDF-weighted query-term coverage.",
+    learned_coverage: float = _tunable(1.2998, "Learned rule: coefficient of the IDF-weighted query-term coverage.",
                                        lo=-1000.0, hi=1000.0, provisional=True)
-    learned_critical: float = _tunable(4.1173, "Learned rule: coefficient of the critical-term coverage.",
+    learned_critical: float = _tunable(4.0152, "Learned rule: coefficient of the critical-term coverage.",
                                        lo=-1000.0, hi=1000.0, provisional=True)
-    learned_bm25: float = _tunable(1.7556, "Learned rule: coefficient of the normalised BM25 top score.",
+    learned_bm25: float = _tunable(1.9752, "Learned rule: coefficient of the normalised BM25 top score.",
                                    lo=-1000.0, hi=1000.0, provisional=True)
-    learned_dense: float = _tunable(2.9656, "Learned rule: coefficient of the best dense cosine.",
+    learned_dense: float = _tunable(3.5368, "Learned rule: coefficient of the best dense cosine.",
                                     lo=-1000.0, hi=1000.0, provisional=True)
-    learned_dense_margin: float = _tunable(2.3106, "Learned rule: coefficient of the dense top-1 margin.",
+    learned_dense_margin: float = _tunable(0.2455, "Learned rule: coefficient of the dense top-1 margin.",
                                            lo=-1000.0, hi=1000.0, provisional=True)
     learned_fused_norm: float = _tunable(0.0, "Learned rule: coefficient of the normalised fused score.",
                                          lo=-1000.0, hi=1000.0, provisional=True)
