@@ -39,6 +39,7 @@ one recomputes it and, when it drifted by more than ``AVGDL_TOLERANCE``, rewrite
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -355,15 +356,15 @@ def window_spans(chunk: Chunk, windows: tuple[str, ...]) -> list[tuple[int, int]
     found. A window is a sentence, found verbatim, or two adjacent sentences joined by one space, whose span runs
     from the first's start to the second's end whatever whitespace separated them in the text."""
     offset = len(chunk.indexed_text) - len(chunk.text)
-    text = chunk.text
+    text = _ChunkText(chunk.text)
     known = set(windows)
     spans: list[tuple[int, int] | None] = []
     for window in windows:
-        start = text.find(window)
+        start = text.text.find(window)
         if start >= 0:
             spans.append((offset + start, offset + start + len(window)))
             continue
-        loose = _loose_find(text, window)  # the sentence splitter reads a line break as a space
+        loose = text.loose_find(window)  # the sentence splitter reads a line break as a space
         if loose is not None:
             spans.append((offset + loose[0], offset + loose[1]))
             continue
@@ -371,69 +372,87 @@ def window_spans(chunk: Chunk, windows: tuple[str, ...]) -> list[tuple[int, int]
         for cut in (i for i, ch in enumerate(window) if ch == " "):
             first, second = window[:cut], window[cut + 1:]
             if first in known and second in known:
-                found = _adjacent(text, first, second) or _in_order(text, first, second)
+                found = text.adjacent(first, second) or text.in_order(first, second)
                 if found:
                     break
         if found is None:
-            found = _by_words(text, window)
+            found = text.by_words(window)
         spans.append(None if found is None else (offset + found[0], offset + found[1]))
     return spans
-
-
-def _by_words(text: str, window: str) -> tuple[int, int] | None:
-    """The span of the first run of ``text``'s words equal to ``window``'s words, whatever punctuation and markup
-    lie between them (a table row the splitter read without its ``|``, a list item without its marker)."""
-    want = re.findall(r"\w+", window)
-    if not want:
-        return None
-    words = list(re.finditer(r"\w+", text))
-    tokens = [m.group() for m in words]
-    for i in range(len(tokens) - len(want) + 1):
-        if tokens[i:i + len(want)] == want:
-            return words[i].start(), words[i + len(want) - 1].end()
-    return None
-
-
-def _in_order(text: str, first: str, second: str) -> tuple[int, int] | None:
-    """From ``first`` to ``second`` when both are located by their words and ``second`` follows ``first``."""
-    a, b = _by_words(text, first), _by_words(text, second)
-    return (a[0], b[1]) if a and b and b[0] >= a[1] else None
 
 
 _MARKUP = frozenset("`*")
 
 
-def _loose_find(text: str, window: str) -> tuple[int, int] | None:
-    """The span of ``window`` in ``text``, reading any run of whitespace as one space and ignoring the markup the
-    sentence splitter drops: inline-code backticks and emphasis asterisks (```a.b``` reads ``a.b``, ``**Type:**``
-    reads ``Type:``)."""
-    kept: list[int] = []      # index in text of each character of the plain form
-    plain: list[str] = []
-    for i, ch in enumerate(text):
-        if ch in _MARKUP:
-            continue
-        if ch.isspace():
-            if plain and plain[-1] == " ":
+class _ChunkText:
+    """A chunk's text and the two readings of it the window search falls back on, each made once per chunk: the
+    plain form (whitespace runs as one space, no inline markup) and the word list."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    @functools.cached_property
+    def _plain(self) -> tuple[str, list[int]]:
+        """The plain form and, per character of it, its index in ``text``."""
+        kept: list[int] = []
+        plain: list[str] = []
+        for i, ch in enumerate(self.text):
+            if ch in _MARKUP:
                 continue
-            ch = " "
-        kept.append(i)
-        plain.append(ch)
-    target = " ".join("".join(ch for ch in window if ch not in _MARKUP).split())
-    at = "".join(plain).find(target) if target else -1
-    return (kept[at], kept[at + len(target) - 1] + 1) if at >= 0 else None
+            if ch.isspace():
+                if plain and plain[-1] == " ":
+                    continue
+                ch = " "
+            kept.append(i)
+            plain.append(ch)
+        return "".join(plain), kept
 
+    @functools.cached_property
+    def _words(self) -> tuple[list[re.Match], list[str]]:
+        words = list(re.finditer(r"\w+", self.text))
+        return words, [m.group() for m in words]
 
-def _adjacent(text: str, first: str, second: str) -> tuple[int, int] | None:
-    """The span of ``first`` followed, after whitespace only, by ``second`` in ``text``."""
-    start = text.find(first)
-    while start >= 0:
-        after = start + len(first)
-        rest = text[after:]
-        gap = len(rest) - len(rest.lstrip())
-        if rest[gap:].startswith(second):
-            return start, after + gap + len(second)
-        start = text.find(first, start + 1)
-    return None
+    def loose_find(self, window: str) -> tuple[int, int] | None:
+        """The span of ``window``, reading any run of whitespace as one space and ignoring the markup the sentence
+        splitter drops: inline-code backticks and emphasis asterisks (```a.b``` reads ``a.b``, ``**Type:**`` reads
+        ``Type:``)."""
+        target = " ".join("".join(ch for ch in window if ch not in _MARKUP).split())
+        if not target:
+            return None
+        plain, kept = self._plain
+        at = plain.find(target)
+        return (kept[at], kept[at + len(target) - 1] + 1) if at >= 0 else None
+
+    def by_words(self, window: str) -> tuple[int, int] | None:
+        """The span of the first run of the text's words equal to ``window``'s words, whatever punctuation and
+        markup lie between them (a table row the splitter read without its ``|``, a list item without its
+        marker)."""
+        want = re.findall(r"\w+", window)
+        if not want:
+            return None
+        words, tokens = self._words
+        for i in range(len(tokens) - len(want) + 1):
+            if tokens[i:i + len(want)] == want:
+                return words[i].start(), words[i + len(want) - 1].end()
+        return None
+
+    def in_order(self, first: str, second: str) -> tuple[int, int] | None:
+        """From ``first`` to ``second`` when both are located by their words and ``second`` follows ``first``."""
+        a, b = self.by_words(first), self.by_words(second)
+        return (a[0], b[1]) if a and b and b[0] >= a[1] else None
+
+    def adjacent(self, first: str, second: str) -> tuple[int, int] | None:
+        """The span of ``first`` followed, after whitespace only, by ``second``."""
+        text = self.text
+        start = text.find(first)
+        while start >= 0:
+            after = start + len(first)
+            rest = text[after:]
+            gap = len(rest) - len(rest.lstrip())
+            if rest[gap:].startswith(second):
+                return start, after + gap + len(second)
+            start = text.find(first, start + 1)
+        return None
 
 
 def _late_vectors(chunks: list[Chunk], windows: list[tuple[str, ...]], embedder) -> tuple[np.ndarray, np.ndarray]:

@@ -113,9 +113,9 @@ def late_pool(texts: list[str], spans: list[list[tuple[int, int]]], forward, bat
     second encoding of every window. A span that a pass starting at it cannot hold whole gets ``None``."""
     pooled = np.zeros((len(texts), dim), dtype=np.float32)
     windows: list[list[np.ndarray | None]] = [[None] * len(s) for s in spans]
-    # (text index, character offset of the segment in the text, indices of the spans still to pool)
+    # (text index, character offset of the segment in the text, indices of the spans still to pool); offset 0 is
+    # the text's first pass, a continuation starts at a pending span's start, always past 0
     pending = [(i, 0, list(range(len(spans[i])))) for i in range(len(texts))]
-    first = True
     while pending:
         segments = [texts[i][start:] for i, start, _ in pending]
         order = sorted(range(len(pending)), key=lambda j: -len(segments[j]))
@@ -125,7 +125,7 @@ def late_pool(texts: list[str], spans: list[list[tuple[int, int]]], forward, bat
             vectors, tokens, offsets, mask = forward([segments[j] for j in batch])
             for row, j in enumerate(batch):
                 i, start, todo = pending[j]
-                if first:
+                if start == 0:
                     pooled[i] = vectors[row]
                 real = mask[row] & (offsets[row][:, 1] > offsets[row][:, 0])
                 read_to = int(offsets[row][real, 1].max()) if real.any() else 0
@@ -140,8 +140,8 @@ def late_pool(texts: list[str], spans: list[list[tuple[int, int]]], forward, bat
                     else:
                         left.append(k)
                 if left:
-                    following.append((i, start + max(0, min(spans[i][k][0] - start for k in left)), left))
-        pending, first = following, False
+                    following.append((i, min(spans[i][k][0] for k in left), left))
+        pending = following
     return pooled, windows
 
 

@@ -1,4 +1,5 @@
-"""Hand-built Trace records for the cache, audit-log and concurrency tests (no engine needed), and `timeless`: what two runs of one question must share."""
+"""Hand-built Trace records for the cache, audit-log and concurrency tests (no engine needed), and
+`timeless`: what two runs of one question must share."""
 
 from __future__ import annotations
 
