@@ -218,6 +218,12 @@ def _ask_turn(page: Page, question: str, turn: int) -> None:
     box.press("Enter")
     expect(page.get_by_test_id("stChatMessage")).to_have_count(2 * turn, timeout=WAIT_MS)
     expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=WAIT_MS)
+    # Until the rerun ends the previous turn's trace is still drawn beside the new one (Streamlit keeps stale
+    # elements), and the status widget may not have appeared yet: wait for the answer in the newest message
+    # and for one trace, the newest turn's.
+    newest = page.get_by_test_id("stChatMessage").nth(2 * turn - 1)
+    expect(newest.locator(".wb-answer, .wb-abstention")).to_have_count(1, timeout=WAIT_MS)
+    expect(page.get_by_role("tab", name="Rewrite")).to_have_count(1, timeout=WAIT_MS)
 
 
 def test_issue17_conversation_mode_and_a_tidy_chat(app_url, page):
