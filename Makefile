@@ -113,7 +113,7 @@ bench-embed: install ## int8 ONNX embedder vs fp32: chunks/s, ingestion, query l
 	$(BIN)/python -m benchmarks.embed_onnx
 	$(BIN)/python -m benchmarks.report
 
-bench-eval-speed: install ## golden evaluation one case at a time vs batched, and a re-run reusing retrieval (CLI and app) -> BENCHMARKS.md
+bench-eval-speed: install ## golden evaluation one case at a time vs batched, a re-run reusing retrieval (CLI and app), and the CLI against the code when issue 19 was filed -> BENCHMARKS.md
 	$(BIN)/python -m benchmarks.eval_speed
 	$(BIN)/python -m benchmarks.report
 

@@ -21,6 +21,13 @@ CLI's default, 1) and, in one process on one store, measures:
    failure gallery) is drawn, one-at-a-time (the driver forced to ``batch=False``) and batched, then again after
    a new gate threshold in the sidebar (the re-run from the earlier retrieval).
 
+5. **Against the code when issue 19 was filed** (``--baseline REF``, default :data:`ISSUE_BASELINE`; ``--baseline ''``
+   skips it): that commit checked out in a git worktree under ``build/eval-baseline/`` with its own store, and the
+   same command, ``workbench eval golden/golden.jsonl --split all --no-nli --json``, run as a whole process from
+   each tree with the same venv, alternately, ``--repeats`` times each: the process's wall seconds (imports and model
+   loading included, what a user waits for) and the seconds the command itself reports for the evaluation. The
+   two trees' answers may differ (the gate and validator changed since); this compares time only.
+
 Writes ``benchmarks/results/eval_speed.json``; :func:`render` is its section of BENCHMARKS.md, every number from
 the file.
 """
@@ -50,6 +57,9 @@ TOLERANCE = 1e-5        # a batched vector's float rounding (~1e-7 on a cosine) 
 SCORES = ("gate_score", "best_fused_score", "best_dense_cosine", "top_rerank_score")
 RERUN_KEY = "gate.confidence_threshold_learned"
 RERUN_STEP = 0.05
+ISSUE_BASELINE = "6234470"  # main when issue 19 ("batched evaluation ... >= 3x faster than today") was filed
+BASELINE_HOME = ROOT / "build" / "eval-baseline"
+CLI = "import sys; from workbench.cli import main; sys.exit(main())"  # the tree's own CLI (its cwd shadows the venv's)
 
 
 # -- the section (pure) ---------------------------------------------------------------------------------------
@@ -110,6 +120,26 @@ def render(results: dict) -> str:
                   f"({app['rerun']['reused_retrieval']} cases reused)."]
     else:
         lines.append("The app path was not measured in this run (`--no-app`).")
+    base = r.get("baseline")
+    if base:
+        lines += ["", f"Against the code when issue 19 was filed (commit `{base['commit'][:7]}`, "
+                  f"\"{base['subject']}\"): `workbench eval golden/golden.jsonl --split all --no-nli --json` as a "
+                  "whole process from each tree (same venv, each with a store of the demo corpus its own CLI "
+                  f"ingested), alternately, {base['repeats']} runs each. The process seconds are what a user waits "
+                  "for (imports, model loading, the walk over the cases, the summary); the walk seconds are the "
+                  "summary's `run.seconds`, the cases asked. The two trees' decisions differ (the gate, validator "
+                  "and correctness check changed since): this compares time only.", "",
+                  "| tree | process s (best) | process s (median) | walk s (best) | walk s (median) |",
+                  "|---|---:|---:|---:|---:|"]
+        for label, key in ((f"`{base['commit'][:7]}` (issue filed)", "baseline"), ("this commit", "current")):
+            runs = base[key]
+            lines.append(f"| {label} | {min(x['process_s'] for x in runs):.1f} | "
+                         f"{statistics.median(x['process_s'] for x in runs):.1f} | "
+                         f"{min(x['walk_s'] for x in runs):.1f} | {statistics.median(x['walk_s'] for x in runs):.1f} |")
+        met = "met" if base["speedup_process"] >= TARGET else "not met"
+        lines += ["", f"This commit vs the code when the issue was filed: **{base['speedup_process']:.2f}×** on the "
+                  f"whole command (best runs; target {TARGET:g}×: {met}), {base['speedup_walk']:.2f}× on the walk "
+                  "alone, which now does more per case."]
     return "\n".join(lines) + "\n"
 
 
@@ -258,6 +288,71 @@ def measure_app(store_home: Path, limit: int) -> dict:
             "rerun_speedup": round(before["seconds"] / rerun["seconds"], 3)}
 
 
+def _cli_process(tree: Path, args: list[str]) -> tuple[float, str]:
+    """Run the CLI of the source tree ``tree`` with this interpreter; (wall seconds, stdout). Raises on failure."""
+    import subprocess
+
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", LITELLM_LOCAL_MODEL_COST_MAP="True")
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", CLI, *args], cwd=tree, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise RuntimeError(f"workbench {args[0]} in {tree} exited {done.returncode}: {tail}")
+    return seconds, done.stdout
+
+
+def walk_seconds(stdout: str) -> float:
+    """The walk's seconds in ``workbench eval --json``'s summary (``run.seconds``: the cases asked, before the
+    summary is computed; every version since the issue counts it so)."""
+    import json
+
+    try:
+        return float(json.loads(stdout)["summary"]["run"]["seconds"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RuntimeError(f"workbench eval --json printed no summary.run.seconds ({exc})") from None
+
+
+def baseline_tree(ref: str) -> tuple[Path, dict]:
+    """A git worktree of ``ref`` under build/eval-baseline/ (made once) and its commit."""
+    import subprocess
+
+    def git(*args: str, cwd: Path = ROOT) -> str:
+        return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+    commit = git("rev-parse", "--verify", f"{ref}^{{commit}}")
+    tree = BASELINE_HOME / commit[:12]
+    if not (tree / "workbench" / "cli.py").exists():
+        tree.parent.mkdir(parents=True, exist_ok=True)
+        git("worktree", "add", "--force", "--detach", str(tree), commit)
+    return tree, {"commit": commit, "subject": git("log", "-1", "--format=%s", commit)[:100]}
+
+
+def measure_baseline(ref: str, repeats: int) -> dict:
+    """Each tree's CLI ingests the demo corpus into a store of its own (this process holds the benchmark's
+    store open), then evaluates from it."""
+    tree, info = baseline_tree(ref)
+    trees = {"baseline": (tree, BASELINE_HOME / f"store-{info['commit'][:12]}"),
+             "current": (ROOT, BASELINE_HOME / "store-current")}
+    for where, store in trees.values():
+        _cli_process(where, ["ingest", "golden/corpus", "--store", str(store)])
+    command = ["eval", "golden/golden.jsonl", "--split", "all", "--no-nli", "--json"]
+    runs = {"baseline": [], "current": []}
+    for round_ in range(repeats):
+        for key in (("baseline", "current") if round_ % 2 == 0 else ("current", "baseline")):
+            where, store = trees[key]
+            seconds, stdout = _cli_process(where, [*command, "--store", str(store)])
+            runs[key].append({"process_s": round(seconds, 2), "walk_s": walk_seconds(stdout)})
+            print(f"cli {key}: {seconds:.1f} s", file=sys.stderr)
+
+    def best(key: str, field: str) -> float:
+        return min(r[field] for r in runs[key])
+
+    return {**info, "repeats": repeats, **runs,
+            "speedup_walk": round(best("baseline", "walk_s") / best("current", "walk_s"), 3),
+            "speedup_process": round(best("baseline", "process_s") / best("current", "process_s"), 3)}
+
+
 def prepare_store(store_home: Path, models) -> dict:
     from pipeline.config import PipelineConfig
     from pipeline.ingestion.ingest import ingest_paths
@@ -275,6 +370,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1, the CLI's)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N golden cases (0 = all; a smoke run)")
     parser.add_argument("--no-app", action="store_true", help="skip the app path")
+    parser.add_argument("--baseline", default=ISSUE_BASELINE,
+                        help=f"git ref whose CLI is timed beside this one (default {ISSUE_BASELINE}, main when issue "
+                             "19 was filed; '' skips it)")
     parser.add_argument("--print", action="store_true", help="only print the section from the results file")
     parser.add_argument("--no-write", action="store_true", help="print the section without writing the results")
     args = parser.parse_args(argv)
@@ -301,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     rerun["speedup_vs_before"] = round(_best(cli["before"]) / _best(rerun["reused"]), 3)
     rerun["speedup_vs_fresh"] = round(_best(rerun["fresh"]) / _best(rerun["reused"]), 3)
     app = None if args.no_app else measure_app(store_home, args.limit)
+    baseline = measure_baseline(args.baseline, args.repeats) if args.baseline and not args.limit else None
     meta["load_average_end"] = load_average()
     reproduce = f".venv/bin/python -m benchmarks.eval_speed --limit {args.limit}" if args.limit else \
         "make bench-eval-speed"
@@ -308,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
                "cases": cli["rows"]["compared"],
                "store": store, "threads": args.threads, "batch_cases": BATCH_CASES, "repeats": args.repeats,
                "target": TARGET, "cli": {k: v for k, v in cli.items() if k != "rows"}, "rows": cli["rows"],
-               "rerun": rerun, "app": app}
+               "rerun": rerun, "app": app, "baseline": baseline}
     if args.no_write:
         results["meta"].setdefault("load_average_end", load_average())
         print(render(results))

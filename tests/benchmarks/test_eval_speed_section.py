@@ -61,3 +61,33 @@ def test_rows_are_compared_by_what_a_user_reads():
     got = eval_speed.compare_rows([row, row, row, row], [row, noise, flipped, far])
     assert (got["identical"], got["float_noise"], got["different"]) == (1, 1, 2)
     assert got["different_ids"] == ["g1", "g1"] and got["max_score_difference"] < eval_speed.TOLERANCE
+
+
+def test_the_comparison_with_the_code_when_the_issue_was_filed_shows_its_numbers():
+    results = copy.deepcopy(load_results(eval_speed.NAME))
+    base = results["baseline"]
+    assert base["repeats"] >= 2 and len(base["baseline"]) == len(base["current"]) == base["repeats"]
+    text = eval_speed.render(results)
+    assert f"commit `{base['commit'][:7]}`" in text
+    for key, label in (("baseline", f"`{base['commit'][:7]}` (issue filed)"), ("current", "this commit")):
+        runs = base[key]
+        assert (f"| {label} | {min(r['process_s'] for r in runs):.1f} | ") in text
+        assert f" | {min(r['walk_s'] for r in runs):.1f} |" in text
+    assert f"**{base['speedup_process']:.2f}×** on the whole command" in text
+    assert f"{base['speedup_walk']:.2f}× on the walk" in text
+    assert ("target 3×: met" in text.split("issue was filed:")[1]) == (base["speedup_process"] >= 3)
+    results["baseline"] = dict(base, speedup_process=3.1)
+    assert "**3.10×** on the whole command (best runs; target 3×: met)" in eval_speed.render(results)
+    results["baseline"] = None
+    assert "issue 19 was filed" not in eval_speed.render(results)
+
+
+def test_the_walk_seconds_are_read_from_the_cli_json_and_garbage_is_one_line():
+    import json
+
+    import pytest
+
+    assert eval_speed.walk_seconds(json.dumps({"summary": {"run": {"seconds": 14.4}}, "rows": []})) == 14.4
+    for garbage in ("", "Traceback ...", "{}", json.dumps({"summary": {"run": {}}})):
+        with pytest.raises(RuntimeError, match="no summary.run.seconds"):
+            eval_speed.walk_seconds(garbage)
