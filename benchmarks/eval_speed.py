@@ -22,11 +22,12 @@ CLI's default, 1) and, in one process on one store, measures:
    a new gate threshold in the sidebar (the re-run from the earlier retrieval).
 
 5. **Against the code when issue 19 was filed** (``--baseline REF``, default :data:`ISSUE_BASELINE`; ``--baseline ''``
-   skips it): that commit checked out in a git worktree under ``build/eval-baseline/`` with its own store, and the
-   same command, ``workbench eval golden/golden.jsonl --split all --no-nli --json``, run as a whole process from
-   each tree with the same venv, alternately, ``--repeats`` times each: the process's wall seconds (imports and model
-   loading included, what a user waits for) and the seconds the command itself reports for the evaluation. The
-   two trees' answers may differ (the gate and validator changed since); this compares time only.
+   skips it): that commit checked out in a git worktree under ``build/eval-baseline/``; each tree's own CLI ingests
+   the demo corpus into a store of its own there, then runs ``workbench eval golden/golden.jsonl --split all
+   --no-nli --json`` as a whole process with the same venv, alternately, ``--repeats`` times each: the process's
+   wall seconds (imports and model loading included, what a user waits for) and the walk's seconds from its JSON
+   summary (``run.seconds``). The two trees' answers may differ (the gate and validator changed since); this
+   compares time only.
 
 Writes ``benchmarks/results/eval_speed.json``; :func:`render` is its section of BENCHMARKS.md, every number from
 the file.
@@ -64,12 +65,12 @@ CLI = "import sys; from workbench.cli import main; sys.exit(main())"  # the tree
 
 # -- the section (pure) ---------------------------------------------------------------------------------------
 
-def _best(runs: list[dict]) -> float:
-    return min(r["seconds"] for r in runs)
+def _best(runs: list[dict], field: str = "seconds") -> float:
+    return min(r[field] for r in runs)
 
 
-def _median(runs: list[dict]) -> float:
-    return statistics.median(r["seconds"] for r in runs)
+def _median(runs: list[dict], field: str = "seconds") -> float:
+    return statistics.median(r[field] for r in runs)
 
 
 def _rows_line(label: str, rows: dict) -> str:
@@ -133,9 +134,8 @@ def render(results: dict) -> str:
                   "|---|---:|---:|---:|---:|"]
         for label, key in ((f"`{base['commit'][:7]}` (issue filed)", "baseline"), ("this commit", "current")):
             runs = base[key]
-            lines.append(f"| {label} | {min(x['process_s'] for x in runs):.1f} | "
-                         f"{statistics.median(x['process_s'] for x in runs):.1f} | "
-                         f"{min(x['walk_s'] for x in runs):.1f} | {statistics.median(x['walk_s'] for x in runs):.1f} |")
+            lines.append(f"| {label} | {_best(runs, 'process_s'):.1f} | {_median(runs, 'process_s'):.1f} | "
+                         f"{_best(runs, 'walk_s'):.1f} | {_median(runs, 'walk_s'):.1f} |")
         met = "met" if base["speedup_process"] >= TARGET else "not met"
         lines += ["", f"This commit vs the code when the issue was filed: **{base['speedup_process']:.2f}×** on the "
                   f"whole command (best runs; target {TARGET:g}×: {met}), {base['speedup_walk']:.2f}× on the walk "
@@ -344,13 +344,9 @@ def measure_baseline(ref: str, repeats: int) -> dict:
             seconds, stdout = _cli_process(where, [*command, "--store", str(store)])
             runs[key].append({"process_s": round(seconds, 2), "walk_s": walk_seconds(stdout)})
             print(f"cli {key}: {seconds:.1f} s", file=sys.stderr)
-
-    def best(key: str, field: str) -> float:
-        return min(r[field] for r in runs[key])
-
     return {**info, "repeats": repeats, **runs,
-            "speedup_walk": round(best("baseline", "walk_s") / best("current", "walk_s"), 3),
-            "speedup_process": round(best("baseline", "process_s") / best("current", "process_s"), 3)}
+            "speedup_walk": round(_best(runs["baseline"], "walk_s") / _best(runs["current"], "walk_s"), 3),
+            "speedup_process": round(_best(runs["baseline"], "process_s") / _best(runs["current"], "process_s"), 3)}
 
 
 def prepare_store(store_home: Path, models) -> dict:
