@@ -53,8 +53,19 @@ gate: install ## deploy gate: the golden set's held-out test part on the offline
 	$(BIN)/workbench ingest golden/corpus --store $(GATE_STORE)
 	$(BIN)/workbench eval golden/golden.jsonl --store $(GATE_STORE) --split test --check golden/floors.json --out build/deploy-gate
 
+.PHONY: bench-reader
+bench-reader: install ## the answer path with and without the reader, p50/p95 at 100k chunks and on the demo corpus -> BENCHMARKS.md
+	$(BIN)/python -m benchmarks.reader_latency --reuse
+	$(BIN)/python -m benchmarks.report
+
+.PHONY: train-models
+train-models: install ## train the answerability reader from ../shared/traindata (long: BENCHMARKS.md "Reader training" says how long), install it, re-render its section
+	$(BIN)/workbench train answerability --install
+	$(BIN)/python -m benchmarks.train_answerability
+	$(BIN)/python -m benchmarks.report
+
 .PHONY: models
-models: install ## download the cross-encoder and the NLI model where the network allows (says per model when it cannot)
+models: install ## download the hub models (a passage cross-encoder, the NLI model) where the network allows (says per model when it cannot)
 	HF_HUB_OFFLINE=0 $(BIN)/workbench models --download
 
 test-fast: install ## unit tests only, skipping the slow and browser ones

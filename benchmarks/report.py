@@ -33,6 +33,8 @@ class Section:
 
 
 SECTIONS = (
+    Section("train_answerability", "train_answerability", "Reader training (answerability cross-encoder)",
+            "make train-models"),
     Section("scifact", "scifact", "Retrieval quality: BEIR SciFact", "make bench-quality"),
     Section("golden_retrieval", "golden_retrieval", "Retrieval hit@k on the demo golden set",
             "make bench-golden-retrieval"),
@@ -53,6 +55,8 @@ SECTIONS = (
     Section("embed_onnx", "embed_onnx", "Embedder precision: int8 ONNX vs fp32", "make bench-embed"),
     Section("eval_speed", "eval_speed", "Evaluation speed", "make bench-eval-speed"),
     Section("perf", "perf", "Performance: per-stage latency", "make bench"),
+    Section("reader_latency", "reader_latency", "Reader latency: the answer path with and without the reader",
+            "make bench-reader"),
     Section("rerank_tradeoff", "rerank_tradeoff", "Rerank trade-off", "make bench-rerank"),
     Section("monitor_drift", "monitor_drift", "Drift alarm", "make bench-monitor"),
     Section("app_timings", "app_timings", "App timings", "make bench-app"),

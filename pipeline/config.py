@@ -101,7 +101,17 @@ class RetrieveConfig:
 @dataclass(frozen=True)
 class RerankConfig:
     enabled: bool = _tunable(True, "Run the cross-encoder; when off or unavailable the gate requires fused AND dense.")
-    model: str = _tunable("cross-encoder/ms-marco-MiniLM-L-6-v2", "Cross-encoder checkpoint.")
+    # The offline default is the project's own reader (pipeline/models/weights/answerability, `workbench train
+    # answerability`): it reads one sentence at a time, so granularity=sentence. A passage cross-encoder from the
+    # hub (cross-encoder/ms-marco-MiniLM-L-6-v2, `make models`) reads whole passages: granularity=passage.
+    model: str = _tunable("workbench/answerability-reader",
+                          "Cross-encoder: the project's reader (workbench/answerability-reader), a directory, or a "
+                          "hub checkpoint such as cross-encoder/ms-marco-MiniLM-L-6-v2.")
+    granularity: Literal["sentence", "passage"] = _tunable(
+        "sentence", "sentence: score each quotable sentence of a candidate and keep its best (the reader); "
+        "passage: score the whole passage (a passage cross-encoder).")
+    max_sentences: int = _tunable(24, "Sentences per candidate scored in sentence granularity (document order).",
+                                  lo=1, hi=500)
     # The seed reranked the fused top-100 in fp32, far over the latency budget on 2 CPU cores. 20 candidates of
     # 128 tokens in int8 is the setting chosen from BENCHMARKS.md ("Rerank trade-off"); whether it
     # stays within 1 nDCG point of reranking the top-100 needs a relevance-trained cross-encoder to check,
@@ -118,8 +128,9 @@ class RerankConfig:
 class GateConfig:
     signal: Literal["auto", "rerank", "fused", "dense", "fused_and_dense", "learned", "window", "coverage",
                     "critical", "bm25", "dense_margin", "fused_norm"] = _tunable(
-        "auto", "auto = rerank score when the reranker ran, else the learned combination of the evidence "
-        "signals; or force one rule: rerank, fused, dense, fused_and_dense, learned, or one evidence signal alone "
+        "auto", "auto = the learned combination of the evidence signals, with the reader's best sentence score "
+        "among them where the reader ran (its own coefficient set); or force one rule: rerank, fused, dense, "
+        "fused_and_dense, learned, or one evidence signal alone "
         "(window, coverage, critical, bm25, dense_margin, fused_norm: that signal against its own threshold; a run "
         "without a value for it abstains).")
     confidence_threshold_rerank: float = _tunable(0.45, "Answer when the top rerank score (sigmoid) is at least this.",
@@ -162,6 +173,28 @@ class GateConfig:
                                            lo=-1000.0, hi=1000.0, provisional=True)
     learned_fused_norm: float = _tunable(0.0, "Learned rule: coefficient of the normalised fused score.",
                                          lo=-1000.0, hi=1000.0, provisional=True)
+    # The learned rule WITH the reader (pipeline/gate/learned.py READER_FEATURES): used instead of the set above for a
+    # run where the reader scored sentences (rerank.granularity=sentence); all zero = not fitted (the set above
+    # decides). Fitted like the set above by `workbench tune --fit` on the golden tune part, its intercept shifted so
+    # that its chosen operating point sits at confidence_threshold_learned (one threshold for both sets).
+    learned_r_intercept: float = _tunable(
+        0.0, "Reader set: intercept of the logit.", lo=-1000.0, hi=1000.0, provisional=True)
+    learned_r_window: float = _tunable(
+        0.0, "Reader set: coefficient of the best sentence-window cosine.", lo=-1000.0, hi=1000.0, provisional=True)
+    learned_r_coverage: float = _tunable(
+        0.0, "Reader set: coefficient of the IDF-weighted term coverage.", lo=-1000.0, hi=1000.0, provisional=True)
+    learned_r_critical: float = _tunable(
+        0.0, "Reader set: coefficient of the critical-term coverage.", lo=-1000.0, hi=1000.0, provisional=True)
+    learned_r_bm25: float = _tunable(
+        0.0, "Reader set: coefficient of the normalised BM25 top score.", lo=-1000.0, hi=1000.0, provisional=True)
+    learned_r_dense: float = _tunable(
+        0.0, "Reader set: coefficient of the best dense cosine.", lo=-1000.0, hi=1000.0, provisional=True)
+    learned_r_dense_margin: float = _tunable(
+        0.0, "Reader set: coefficient of the dense top-1 margin.", lo=-1000.0, hi=1000.0, provisional=True)
+    learned_r_fused_norm: float = _tunable(
+        0.0, "Reader set: coefficient of the normalised fused score.", lo=-1000.0, hi=1000.0, provisional=True)
+    learned_r_reader: float = _tunable(
+        0.0, "Reader set: coefficient of the reader's best sentence score.", lo=-1000.0, hi=1000.0, provisional=True)
     # Single-signal rules (gate.signal=window, ...; pipeline/gate/rule.py): each threshold is the best point
     # `workbench tune golden/golden.jsonl` reports for that rule at <= 5 % false answers (made readable as its
     # recommendations are), fitted on the golden set's tune part only (golden/golden.split.json), never on the test
@@ -300,6 +333,9 @@ class GenerateConfig:
     max_output_tokens: int = _tunable(512, "Upper bound on the reply length.", lo=16, hi=8192)
     max_sources: int = _tunable(6, "Reranked chunks offered to the generator as numbered sources.", lo=1, hi=50)
     extractive_sentences: int = _tunable(3, "Sentences the extractive generator quotes.", lo=1, hi=20)
+    reader_min_score: float = _tunable(
+        0.5, "With reader scores (rerank granularity=sentence), the extractive generator quotes only sentences "
+        "the reader scores at least this; none -> it abstains and names the closest sentence.", lo=0.0, hi=1.0)
     tiers: tuple[TierConfig, ...] = _tunable(
         (), "Tiered generation (JSON list, cheapest first), e.g. [{\"backend\": \"litellm\", \"model\": "
             "\"openai/gpt-4o-mini\"}, {\"backend\": \"litellm\", \"model\": \"openai/gpt-4o\"}]: tier 1 answers, "

@@ -174,7 +174,7 @@ class Pipeline:
             trace = dataclasses.replace(trace, generation=GenerationTrace(status="skipped"))
         elif cfg.generate.tiers:  # each tier is generate + validate; the validation time is reported apart
             tiered = _timed(timings, "generate", tiers.run, trace.question, trace.rewrite.query or trace.question,
-                            ranked, cfg.generate, cfg.validate, ctx)
+                            ranked, cfg.generate, cfg.validate, ctx, trace.rerank.unit_scores())
             timings["validate"] = tiered.validation_ms
             timings["generate"] = round(timings["generate"] - tiered.validation_ms, 3)
             gen = dataclasses.replace(tiered.generation, latency_ms=timings["generate"])
@@ -182,7 +182,7 @@ class Pipeline:
             trace = dataclasses.replace(trace, generation=gen, validation=val)
         else:
             gen = _timed(timings, "generate", generate.run, trace.question, trace.rewrite.query or trace.question,
-                         ranked, cfg.generate, ctx)
+                         ranked, cfg.generate, ctx, trace.rerank.unit_scores())
             trace = dataclasses.replace(trace, generation=gen)
         return dataclasses.replace(trace, timings_ms=timings)
 
@@ -268,9 +268,10 @@ class Pipeline:
 
 def rerank_stop_at(gate: GateConfig) -> float | None:
     """The rerank score at which the gate's decision can no longer change (rerank early stop), or None when
-    the gate's signal does not read rerank scores. The gate answers on the rerank scale when it is ``auto`` or
-    ``rerank`` and a score reaches ``confidence_threshold_rerank``."""
-    return gate.confidence_threshold_rerank if gate.signal in ("auto", "rerank") else None
+    the gate's signal does not read rerank scores. The gate answers on the rerank scale when it is ``rerank`` and a
+    score reaches ``confidence_threshold_rerank`` (``auto`` reads the learned rule, which reads every sentence's
+    score through the reader's best, so nothing can be skipped)."""
+    return gate.confidence_threshold_rerank if gate.signal == "rerank" else None
 
 
 AFTER_RETRIEVAL = ("gate", "generate", "validate", "cache")

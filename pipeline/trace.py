@@ -131,13 +131,21 @@ class RetrievalTrace:
 # -- rerank --------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
+class UnitScore:
+    """One quotable sentence of a candidate as the reader scored it (rerank granularity=sentence)."""
+    text: str
+    score: float                      # sigmoid of the reader's logit: the probability the sentence answers
+
+
+@dataclass(frozen=True)
 class RerankScore:
     chunk_id: str
     doc_id: str
-    rerank_score: float               # sigmoid of the cross-encoder logit, in [0, 1]
+    rerank_score: float               # sigmoid of the cross-encoder logit, in [0, 1]; best sentence's in sentence mode
     rerank_rank: int
     fused_rank: int
     logit: float = 0.0
+    units: tuple[UnitScore, ...] = ()  # sentence granularity: every scored sentence, in document order
 
 
 @dataclass(frozen=True)
@@ -152,6 +160,21 @@ class RerankTrace:
     max_tokens: int = 0
     candidates: tuple[RerankScore, ...] = ()  # top-k, in rerank order
     latency_ms: float = 0.0
+    granularity: str = "passage"      # "sentence": candidates scored by their best sentence (the reader)
+    pairs_scored: int = 0             # (query, text) pairs the model read
+
+    def unit_scores(self) -> dict[str, dict[str, float]]:
+        """chunk id -> sentence text -> reader score, for the candidates kept (empty in passage granularity)."""
+        return {c.chunk_id: {u.text: u.score for u in c.units} for c in self.candidates if c.units}
+
+    def best_unit(self) -> tuple[RerankScore, UnitScore] | None:
+        """The highest-scored sentence over the kept candidates, with its candidate (None without unit scores)."""
+        best = None
+        for c in self.candidates:
+            for u in c.units:
+                if best is None or u.score > best[1].score:
+                    best = (c, u)
+        return best
 
 
 # -- gate ----------------------------------------------------------------------------------------------
@@ -185,6 +208,7 @@ class EvidenceSignals:
     dense_margin: float | None = None  # dense rank 1's cosine minus dense rank 2's
     fused_norm: float | None = None   # top fused score / its maximum for this rrf_k and these leg weights
     rerank: float | None = None       # top rerank score (sigmoid), when a cross-encoder ran
+    reader: float | None = None       # the reader's best sentence score (rerank granularity=sentence), else None
     critical_terms: tuple[str, ...] = ()
     missing_critical: tuple[str, ...] = ()  # critical terms no top candidate contains
     missing_terms: tuple[str, ...] = ()     # query terms no top candidate contains
@@ -227,6 +251,8 @@ class GateTrace:
     contributions: tuple[SignalContribution, ...] = ()  # the learned rule's logit, term by term (scale learned)
     case: str = ""                    # abstentions: off-topic | on-topic | retracted | no-retrieval
     plain_reason: str = ""            # abstentions: the case in one short sentence, for a reader
+    closest_sentence: str = ""        # abstentions with the reader: its best-scored sentence, which does not answer
+    closest_sentence_score: float | None = None
 
 
 # -- generation ----------------------------------------------------------------------------------------
@@ -296,6 +322,9 @@ class GenerationTrace:
     flagged_sources: tuple[int, ...] = ()  # offered sources holding text addressed to a model (injection)
     tiers: tuple[TierAttempt, ...] = ()    # generate.tiers: every tier tried, in order; empty for one tier
     kept_tier: int = 0                     # the tier whose answer was kept (1-based); 0 without tiers
+    reader_scores: tuple[float, ...] = ()  # extractive with the reader: each quoted unit's reader score, in order
+    reader_closest: str = ""               # the reader abstained: its best-scored sentence, and the score
+    reader_closest_score: float | None = None
 
 
 # -- validation and trust ------------------------------------------------------------------------------

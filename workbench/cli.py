@@ -1,4 +1,4 @@
-"""The ``workbench`` command line: ingest, delete, search, ask, eval, tune, calibrate, runs, monitor, models.
+"""The ``workbench`` command line: ingest, delete, search, ask, eval, tune, calibrate, runs, monitor, models, train.
 
 Every command takes ``--store DIR`` (default: ``$WORKBENCH_HOME`` or ``.workbench``); ``--json`` prints
 machine-readable output only. Bad input exits non-zero with one line on stderr — never a traceback (set
@@ -305,6 +305,32 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    """Train a reading model from ../shared/traindata (resuming a run of the same settings), export it as int8
+    ONNX with its model card; ``--install`` puts it where the pipeline loads it (workbench/training/)."""
+    import dataclasses
+
+    from workbench.training.data import TrainDataError, default_data_dir
+    from workbench.training.export import source_commit
+    from workbench.training.loop import TrainSettings
+    from workbench.training.run import default_out, export_answerability, train_answerability
+
+    data = Path(args.data) if args.data else default_data_dir()
+    out = Path(args.out) if args.out else default_out(args.task)
+    overrides = {k: v for k, v in (("layers", args.layers), ("max_tokens", args.max_tokens),
+                                   ("epochs", args.epochs), ("max_pairs", args.max_pairs)) if v is not None}
+    settings = dataclasses.replace(TrainSettings(task=args.task), **overrides)
+    say = lambda line: print(line, file=sys.stderr, flush=True)
+    try:
+        if not args.export_only:
+            train_answerability(data, out, settings, resume=not args.fresh, report=say)
+        folder = export_answerability(out, data, source_commit(), install_to_weights=args.install, report=say)
+    except (TrainDataError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    print(folder)
+    return 0
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Label-free calibration (workbench/calibrate.py): pseudo-questions and unanswerable probes written from the
     corpus, searched once each; where the gate's operating point lands, and the threshold for the target."""
@@ -477,6 +503,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=0.01, help="false-alarm probability per check (default 0.01)")
     _common(p, config=False)
     p.set_defaults(func=cmd_monitor)
+
+    p = sub.add_parser("train", help="train a reading model from ../shared/traindata and export it (int8 ONNX)",
+                       description="Fine-tune from the packaged all-MiniLM-L6-v2 weights on ../shared/traindata "
+                       "(never copied into the repository): deterministic seed, held-apart part, progress with ETA "
+                       "on stderr, resumable checkpoints and a learning curve under build/train/TASK/; then export "
+                       "the selected checkpoint as int8 ONNX with its model card. --install puts it in "
+                       "pipeline/models/weights/TASK/, where the pipeline loads it (make train-models).")
+    p.add_argument("task", choices=["answerability"], help="which model")
+    p.add_argument("--data", help="the training data folder (default ../shared/traindata)")
+    p.add_argument("--out", help="checkpoints and export (default build/train/TASK)")
+    p.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint and start again")
+    p.add_argument("--export-only", action="store_true", help="export the finished run in --out without training")
+    p.add_argument("--install", action="store_true", help="copy the export to pipeline/models/weights/TASK")
+    p.add_argument("--layers", type=int, help="encoder layers kept from the base model (default 6)")
+    p.add_argument("--max-tokens", type=int, help="tokens per (question, sentence) pair (default 64)")
+    p.add_argument("--epochs", type=int, help="epochs (default 2)")
+    p.add_argument("--max-pairs", type=int, help="stop after this many pairs (a smoke run or a time budget)")
+    p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("models", help="list the models the configuration names and whether each is here")
     p.add_argument("--download", action="store_true", help="download the missing hub models (cross-encoder, NLI) "

@@ -256,7 +256,7 @@ def evidence_report(s: Scores, cfg: GateConfig, max_far: float) -> dict:
         if not finite.any():
             out[name] = {"cases_with_score": 0, "roc_auc": None, "best": None}
             continue
-        best = best_setting(s, name, cfg, max_far)
+        best = best_setting(s, name, cfg, max_far) if name in RULE_KEYS else None  # reader: the rerank rule reads it
         out[name] = {"cases_with_score": int(finite.sum()),
                      "roc_auc": roc_auc(np.where(finite, values, -np.inf), s.answerable),
                      "best": best and {"threshold": best[f"t_{name}"], **{k: best[k] for k in (
@@ -264,10 +264,17 @@ def evidence_report(s: Scores, cfg: GateConfig, max_far: float) -> dict:
     return out
 
 
-def _fit_gate(s: Scores, cfg: GateConfig, l2: float) -> GateConfig:
-    values, _ = gate_learned.features([i.signals for i in s.inputs])
+def with_reader(s: Scores) -> bool:
+    """Whether these cases are the reader set's to fit: the reader scored every one of them."""
+    return bool(s.inputs) and all(i.signals.reader is not None for i in s.inputs)
+
+
+def _fit_gate(s: Scores, cfg: GateConfig, l2: float, reader: bool = False) -> GateConfig:
+    """``cfg`` with the first coefficient set fitted on these cases, or with ``reader`` the reader set (the first set
+    is then left as it is: it decides the runs without the reader, and these cases all had it)."""
+    values, _ = gate_learned.features([i.signals for i in s.inputs], reader=reader)
     intercept, coefs = gate_learned.fit(values, s.answerable, l2)
-    return replace(cfg, **gate_learned.settings(intercept, coefs))
+    return replace(cfg, **gate_learned.settings(intercept, coefs, reader=reader))
 
 
 def fit_learned(s: Scores, cfg: GateConfig, max_far: float, k: int = 5, groups: Sequence[int] | None = None,
@@ -275,33 +282,38 @@ def fit_learned(s: Scores, cfg: GateConfig, max_far: float, k: int = 5, groups: 
     """``workbench tune --fit``: the learned rule's coefficients and threshold fitted on these cases, and the
     fitting procedure k-fold cross-validated (coefficients AND threshold chosen on k-1 folds, applied to the
     held-out fold): the pooled held-out probabilities give the held-out trade-off curve and ROC-AUC."""
+    reader = with_reader(s)
     held_p = np.full(len(s.ids), np.nan)
     answered = np.zeros(len(s.ids), dtype=bool)
     for held in folds(s.answerable, k, groups=groups):
         train = s.take(np.setdiff1d(np.arange(len(s.ids)), held))
-        gate = _fit_gate(train, cfg, l2)
+        gate = _fit_gate(train, cfg, l2, reader)
         best = best_setting(train.with_gate(gate), "learned", gate, max_far)
         test = s.take(held).with_gate(gate)
         held_p[held] = test.learned
         answered[held] = test.answers("learned", **{**thresholds_of(gate),
                                                     "t_learned": best["t_learned"] if best else np.inf})
     ar, far = rates(answered, s.answerable)
-    gate = _fit_gate(s, cfg, l2)
+    gate = _fit_gate(s, cfg, l2, reader)
     fitted = s.with_gate(gate)
     pooled = replace(s, learned=held_p)
     # The threshold is read off the held-out probabilities: in-sample ones are over-confident, so a threshold
     # chosen on them lets more false answers through on new questions than it promises.
     best = best_setting(pooled, "learned", gate, max_far) or best_setting(fitted, "learned", gate, max_far)
     threshold = readable_threshold(best["t_learned"], fitted.learned) if best else None
-    coefficients = gate_learned.settings(gate.learned_intercept, gate_learned.coefficients(gate)[1])
+    intercept, coefs = gate_learned.coefficients(gate, reader=reader)
     if threshold is not None:
         ar_in, far_in = rates(fitted.answers("learned", **{**thresholds_of(gate), "t_learned": threshold}),
                               s.answerable)
         best = {"answer_rate_answerable": float(ar_in), "false_answer_rate_unanswerable": float(far_in)}
+        if reader:  # one threshold for both sets: move the reader set's operating point onto the shared threshold
+            intercept = gate_learned.shift_intercept(intercept, threshold, cfg.confidence_threshold_learned)
+            threshold = cfg.confidence_threshold_learned
+    coefficients = gate_learned.settings(intercept, coefs, reader=reader)
     settings = [f"gate.{name}={value:g}" for name, value in coefficients.items()]
-    if threshold is not None:
+    if threshold is not None and not reader:
         settings.append(f"gate.confidence_threshold_learned={threshold:.6g}")
-    return {"cases": len(s.ids), "folds": k, "grouped": groups is not None, "l2": l2,
+    return {"cases": len(s.ids), "folds": k, "grouped": groups is not None, "l2": l2, "reader_set": reader,
             "coefficients": coefficients, "threshold": threshold,
             "in_sample": best and {"answer_rate_answerable": best["answer_rate_answerable"],
                                    "false_answer_rate_unanswerable": best["false_answer_rate_unanswerable"]},

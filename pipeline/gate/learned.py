@@ -8,6 +8,13 @@ each decision's per-signal contribution (``coefficient * value``). A signal that
 is imputed: ``window`` by the dense cosine (the same encoder on the whole chunk), every other by 0 (no
 evidence); the contribution says so (``imputed``).
 
+Two coefficient sets. ``learned_*`` reads :data:`FEATURES`; ``learned_r_*`` (the reader set) reads
+:data:`READER_FEATURES`, the same signals plus the reader's best sentence score, and decides every run where the
+reader scored sentences, once fitted (a reader set of all zeros is "not fitted": the first set decides). A run
+without the reader (rerank off, the model missing, a passage cross-encoder) is decided by the first set, so the rule
+never reads a missing reader score as "no answer". Both sets share ``confidence_threshold_learned``: fitting the
+reader set shifts its intercept so that its chosen operating point sits at that threshold (:func:`shift_intercept`).
+
 :func:`fit` is plain L2-regularised logistic regression (Newton's method on standardised signals, mapped back to
 raw coefficients). Pure NumPy; no I/O.
 """
@@ -27,24 +34,56 @@ FEATURES = ("window", "coverage", "critical", "bm25", "dense", "dense_margin", "
 # differently for another ``rrf_k``, and a rule that leans on it moves when k changes. Every other signal reads
 # each leg's own top candidates and does not depend on k.
 FITTED = tuple(f for f in FEATURES if f != "fused_norm")
+READER_FEATURES = (*FEATURES, "reader")
+READER_FITTED = (*FITTED, "reader")
 
 
-def coefficients(cfg: GateConfig) -> tuple[float, np.ndarray]:
-    """(intercept, coefficients in :data:`FEATURES` order) from the config."""
-    return cfg.learned_intercept, np.array([getattr(cfg, f"learned_{f}") for f in FEATURES], dtype=np.float64)
+def reader_fitted(cfg: GateConfig) -> bool:
+    return cfg.learned_r_reader != 0.0
 
 
-def settings(intercept: float, coefs: Sequence[float], digits: int = 4) -> dict[str, float]:
-    """The config fields (``learned_*``) for a fitted model, rounded for reading."""
-    out = {"learned_intercept": round(float(intercept), digits)}
-    out.update({f"learned_{f}": round(float(c), digits) for f, c in zip(FEATURES, coefs, strict=True)})
+def uses_reader(signals: EvidenceSignals, cfg: GateConfig) -> bool:
+    """Whether this run is decided by the reader set: the reader scored it and that set is fitted."""
+    return signals.reader is not None and reader_fitted(cfg)
+
+
+def _prefix(reader: bool) -> str:
+    return "learned_r_" if reader else "learned_"
+
+
+def names(reader: bool = False) -> tuple[str, ...]:
+    return READER_FEATURES if reader else FEATURES
+
+
+def coefficients(cfg: GateConfig, reader: bool = False) -> tuple[float, np.ndarray]:
+    """(intercept, coefficients in :data:`FEATURES` or :data:`READER_FEATURES` order) from the config."""
+    prefix = _prefix(reader)
+    return (getattr(cfg, f"{prefix}intercept"),
+            np.array([getattr(cfg, f"{prefix}{f}") for f in names(reader)], dtype=np.float64))
+
+
+def settings(intercept: float, coefs: Sequence[float], digits: int = 4, reader: bool = False) -> dict[str, float]:
+    """The config fields (``learned_*``, or ``learned_r_*`` for the reader set) for a fitted model, rounded."""
+    prefix = _prefix(reader)
+    out = {f"{prefix}intercept": round(float(intercept), digits)}
+    out.update({f"{prefix}{f}": round(float(c), digits) for f, c in zip(names(reader), coefs, strict=True)})
     return out
 
 
-def features(signals: Sequence[EvidenceSignals]) -> tuple[np.ndarray, np.ndarray]:
-    """(values, imputed) matrices, one row per run, columns in :data:`FEATURES` order."""
-    raw = np.array([[np.nan if getattr(s, f) is None else float(getattr(s, f)) for f in FEATURES] for s in signals],
-                   dtype=np.float64).reshape(len(signals), len(FEATURES))
+def shift_intercept(intercept: float, chosen: float, shared: float) -> float:
+    """The intercept under which ``p >= shared`` decides as ``p >= chosen`` did: logit(shared) - logit(chosen)."""
+    def logit_of(p: float) -> float:
+        p = min(max(p, 1e-9), 1 - 1e-9)
+        return float(np.log(p / (1 - p)))
+
+    return intercept + logit_of(shared) - logit_of(chosen)
+
+
+def features(signals: Sequence[EvidenceSignals], reader: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(values, imputed) matrices, one row per run, columns in :data:`FEATURES` (or READER_FEATURES) order."""
+    cols = names(reader)
+    raw = np.array([[np.nan if getattr(s, f) is None else float(getattr(s, f)) for f in cols] for s in signals],
+                   dtype=np.float64).reshape(len(signals), len(cols))
     imputed = ~np.isfinite(raw)
     values = raw.copy()
     w, d = FEATURES.index("window"), FEATURES.index("dense")
@@ -65,19 +104,27 @@ def probability(values: np.ndarray, intercept: float, coefs: np.ndarray) -> np.n
 
 
 def probabilities(signals: Sequence[EvidenceSignals], cfg: GateConfig) -> np.ndarray:
-    """The learned rule's probability per run (what :func:`pipeline.gate.rule.answers` compares)."""
+    """The learned rule's probability per run (what :func:`pipeline.gate.rule.answers` compares): the reader set
+    where :func:`uses_reader`, the first set elsewhere."""
     values, _ = features(signals)
     intercept, coefs = coefficients(cfg)
-    return probability(values, intercept, coefs)
+    out = probability(values, intercept, coefs)
+    with_reader = np.array([uses_reader(s, cfg) for s in signals], dtype=bool)
+    if with_reader.any():
+        r_values, _ = features([s for s, r in zip(signals, with_reader, strict=True) if r], reader=True)
+        r_intercept, r_coefs = coefficients(cfg, reader=True)
+        out[with_reader] = probability(r_values, r_intercept, r_coefs)
+    return out
 
 
 def contributions(signals: EvidenceSignals, cfg: GateConfig) -> tuple[SignalContribution, ...]:
-    """Each signal's term of the logit for one run, the intercept first."""
-    values, imputed = features([signals])
-    intercept, coefs = coefficients(cfg)
+    """Each signal's term of the logit for one run, the intercept first (the reader set's when it decides)."""
+    reader = uses_reader(signals, cfg)
+    values, imputed = features([signals], reader=reader)
+    intercept, coefs = coefficients(cfg, reader=reader)
     return (SignalContribution("intercept", 1.0, intercept, intercept),
             *(SignalContribution(f, float(values[0, i]), float(coefs[i]), float(coefs[i] * values[0, i]),
-                                 bool(imputed[0, i])) for i, f in enumerate(FEATURES)))
+                                 bool(imputed[0, i])) for i, f in enumerate(names(reader))))
 
 
 def fit(values: np.ndarray, labels: np.ndarray, l2: float = 1.0, iterations: int = 50,
@@ -89,9 +136,12 @@ def fit(values: np.ndarray, labels: np.ndarray, l2: float = 1.0, iterations: int
     """
     x_all = np.asarray(values, dtype=np.float64)
     y = np.asarray(labels, dtype=np.float64)
-    if x_all.ndim != 2 or x_all.shape[0] != y.shape[0] or x_all.shape[1] != len(FEATURES):
-        raise ValueError(f"fit needs one row of {len(FEATURES)} signals per label; got {x_all.shape} and {y.shape}")
-    use = [FEATURES.index(f) for f in (FITTED if fitted is None else fitted)]
+    cols = READER_FEATURES if x_all.ndim == 2 and x_all.shape[1] == len(READER_FEATURES) else FEATURES
+    if x_all.ndim != 2 or x_all.shape[0] != y.shape[0] or x_all.shape[1] != len(cols):
+        raise ValueError(f"fit needs one row of {len(FEATURES)} (or {len(READER_FEATURES)} with the reader) signals "
+                         f"per label; got {x_all.shape} and {y.shape}")
+    default = READER_FITTED if cols is READER_FEATURES else FITTED
+    use = [cols.index(f) for f in (default if fitted is None else fitted)]
     x = x_all[:, use]
     if not (0 < y.sum() < len(y)):
         raise ValueError("fit needs both answerable and unanswerable cases")
@@ -109,6 +159,6 @@ def fit(values: np.ndarray, labels: np.ndarray, l2: float = 1.0, iterations: int
         w -= step
         if np.abs(step).max() < 1e-10:
             break
-    coefs = np.zeros(len(FEATURES))
+    coefs = np.zeros(len(cols))
     coefs[use] = w[1:] / scale
     return float(w[0] - (coefs[use] * mean).sum()), coefs

@@ -3,9 +3,12 @@
 The gate compares one score with one threshold and answers when ``score >= threshold``. Which score
 (``gate.signal``):
 
-- ``auto`` (default): the top rerank score (sigmoid, [0, 1]) against ``confidence_threshold_rerank`` where
-  the reranker ran (the design's seed rule); otherwise ``learned``; where no learned score was given (callers
-  from before the learned rule), ``fused_and_dense``. The seed's fallback — the fused
+- ``auto`` (default): ``learned`` — which, where the reader scored sentences, is the learned rule's reader set,
+  reading the reader's best sentence score beside the similarity signals (:mod:`pipeline.gate.learned`); where no
+  learned score was given (callers from before the learned rule), the top rerank score where the reranker ran, else
+  ``fused_and_dense``. (Until the reader came, ``auto`` read the rerank score alone: on the golden set's tune part
+  the reader's score alone separates answerable questions less well than the signals combined, BENCHMARKS.md.) A
+  passage cross-encoder from the hub is read with ``signal=rerank``. The seed's fallback — the fused
   score alone against 0.015 — cannot abstain: whatever the dense leg ranks first already scores
   1/61 ~ 0.0164, and the dense leg always returns something. How well each score alone and both together
   separate answerable from unanswerable questions — why, without a cross-encoder, the gate asks for both —
@@ -52,8 +55,8 @@ def _reads(signal: str, has_rerank: np.ndarray, has_dense: np.ndarray, has_learn
     """Where each case reads (rerank, dense alone, fused and dense, learned); every other case reads fused."""
     none = np.zeros((has_rerank & has_dense & has_learned).shape, dtype=bool)
     if signal == "auto":
-        learned = ~has_rerank & has_learned
-        return has_rerank | none, none, ~has_rerank & ~has_learned & has_dense, learned
+        rerank = ~has_learned & has_rerank
+        return rerank, none, ~has_learned & ~has_rerank & has_dense, has_learned | none
     if signal == "rerank":
         return has_rerank | none, none, none, none
     if signal == "fused":

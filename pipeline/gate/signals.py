@@ -20,6 +20,8 @@ high when the corpus states the answer:
 - ``fused_norm``: the top RRF score (``rrf_score``, also under convex fusion) divided by the largest score
   possible for this ``rrf_k`` and these leg weights (first on both legs), so it stays in [0, 1] whatever k is.
 - ``rerank``: the top rerank score when a cross-encoder ran.
+- ``reader``: the same score when it is the reader's (rerank granularity ``sentence``): the best answer probability
+  over the top candidates' sentences. The learned rule's reader set reads it (:mod:`pipeline.gate.learned`).
 
 A signal that cannot be measured for a run (no dense leg, no stored windows, a trace older than the field)
 is ``None``. Everything here reads only the trace, so stored runs replay.
@@ -33,7 +35,7 @@ from pipeline.text.tokenize import STOP_WORDS, tokenize
 from pipeline.trace import Candidate, EvidenceSignals, RerankTrace, RetrievalTrace
 
 TOP_K = 5  # each leg's top candidates the coverage signals read (the retrieve stage's WINDOW_TOP_K)
-NAMES = ("window", "coverage", "critical", "bm25", "dense", "dense_margin", "fused_norm", "rerank")
+NAMES = ("window", "coverage", "critical", "bm25", "dense", "dense_margin", "fused_norm", "rerank", "reader")
 
 # identifiers, numbers and versions: any token with a digit, an underscore, or an inner . - / :
 _CODE = re.compile(r"[0-9A-Za-z_]*(?:\d|_|[A-Za-z0-9][.\-/:][A-Za-z0-9])[0-9A-Za-z_.\-/:]*")
@@ -148,6 +150,7 @@ def compute(retrieval: RetrievalTrace, rerank: RerankTrace) -> EvidenceSignals:
         window=max(windows) if windows else None, coverage=coverage, critical=critical_share, bm25=bm25,
         dense=dense_top, dense_margin=margin, fused_norm=fused_norm,
         rerank=max(scored) if rerank.status == "ran" and scored else None,
+        reader=max(scored) if rerank.status == "ran" and scored and rerank.granularity == "sentence" else None,
         critical_terms=critical, missing_critical=missing_critical, missing_terms=missing_terms, top_k=len(top),
         retracted_top=sum(1 for c in top if c.superseded_by or c.superseded_reason))
 

@@ -78,6 +78,9 @@ class GateInputs:
     signals: EvidenceSignals = EvidenceSignals()  # the evidence signals (pipeline.gate.signals)
     top_superseded: bool = False              # the first chunk of the final ranking is superseded or retracted
     retracted_matches: tuple[str, ...] = ()   # retracted documents holding what the query names (not indexed)
+    closest_sentence: str = ""                # the reader's best-scored sentence (rerank granularity=sentence)
+    closest_sentence_doc: str = ""            # the document it is in
+    closest_sentence_score: float | None = None
 
 
 # -- extraction (once per run) ------------------------------------------------------------------------------
@@ -131,7 +134,18 @@ def gate_inputs(retrieval: RetrievalTrace, rerank: RerankTrace) -> GateInputs:
         closest_dense=_distinct_documents(dense, "dense"),
         signals=signals.compute(retrieval, rerank),
         top_superseded=bool(top and (top.superseded_by or top.superseded_reason)),
-        retracted_matches=tuple(getattr(retrieval, "retracted_matches", ())))
+        retracted_matches=tuple(getattr(retrieval, "retracted_matches", ())),
+        **_closest_sentence(rerank, by_id))
+
+
+def _closest_sentence(rerank: RerankTrace, by_id: dict[str, Candidate]) -> dict:
+    best = rerank.best_unit() if rerank.status == "ran" else None
+    if best is None:
+        return {}
+    candidate, unit = best
+    source = by_id.get(candidate.chunk_id)
+    return {"closest_sentence": unit.text, "closest_sentence_score": unit.score,
+            "closest_sentence_doc": (source.title if source and source.title else candidate.doc_id)}
 
 
 def _no_rerank_reason(rerank: RerankTrace) -> str:
@@ -227,7 +241,8 @@ def _scale(inputs: GateInputs, signal: str) -> tuple[str, str]:
             return scale, f"gate.signal=rerank but there is no rerank score ({inputs.no_rerank_reason}); " \
                           "fell back to the fused scale"
         if scale == "learned":
-            return scale, "no rerank score: the learned rule decides"
+            return scale, "no rerank score: the learned rule decides on the similarity signals alone, without " \
+                          "the reader"
         note = "no rerank score; requiring fused and dense"
         if not inputs.dense_available:
             return scale, note + ", but the dense leg returned nothing: fused only"
@@ -309,7 +324,9 @@ def decide(inputs: GateInputs, cfg: GateConfig) -> GateTrace:
         best_dense_cosine=inputs.best_dense[1] if inputs.best_dense else None, score_chunk_id=chunk_id,
         signals=inputs.signals,
         contributions=learned.contributions(inputs.signals, cfg) if inputs.best_fused is not None else (),
-        case=case, plain_reason=_plain_reason(case, inputs))
+        case=case, plain_reason=_plain_reason(case, inputs),
+        closest_sentence=inputs.closest_sentence if abstain else "",
+        closest_sentence_score=inputs.closest_sentence_score if abstain else None)
 
 
 def _plain_reason(case: str, inputs: GateInputs) -> str:
@@ -318,7 +335,15 @@ def _plain_reason(case: str, inputs: GateInputs) -> str:
     if case == "retracted" and inputs.retracted_matches and not inputs.top_superseded:
         return (f"What this question names is only in a retracted document "
                 f"({', '.join(inputs.retracted_matches)}), which is no longer searched.")
+    if case == "on-topic" and inputs.closest_sentence:
+        return (f"{CASES[case][:-1]}: the closest sentence, in {inputs.closest_sentence_doc}, does not answer it "
+                f"(reader {inputs.closest_sentence_score:.2f}): \u201c{_clip(inputs.closest_sentence)}\u201d")
     return CASES[case]
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "\u2026"
 
 
 def run(retrieval: RetrievalTrace, rerank: RerankTrace, cfg: GateConfig) -> GateTrace:

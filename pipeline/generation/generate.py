@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pipeline.config import ConfigError, GenerateConfig
@@ -210,8 +210,11 @@ def _prompt_sources(candidates: Sequence[Candidate], flagged: Sequence[int]) -> 
 # -- the stage ----------------------------------------------------------------------------------------------
 
 def run(question: str, query: str, candidates: tuple[Candidate, ...], cfg: GenerateConfig,
-        ctx: StageContext | Models) -> GenerationTrace:
-    """Answer from the top ``cfg.max_sources`` candidates; never raises for a model's failure (falls back)."""
+        ctx: StageContext | Models, reader: Mapping[str, Mapping[str, float]] | None = None) -> GenerationTrace:
+    """Answer from the top ``cfg.max_sources`` candidates; never raises for a model's failure (falls back).
+
+    ``reader``: the rerank stage's sentence scores (:meth:`pipeline.trace.RerankTrace.unit_scores`); the extractive
+    generator (the default, and every fallback) then quotes what the reader says answers, or abstains."""
     models = as_context(ctx).models
     offered = tuple(candidates[:cfg.max_sources])
     base = GenerationTrace(requested_backend=cfg.backend, model=_model_label(cfg),
@@ -221,9 +224,9 @@ def run(question: str, query: str, candidates: tuple[Candidate, ...], cfg: Gener
         trace = replace(base, status="abstained", backend="none", answer=ABSTENTION_MESSAGE, is_abstention=True,
                         fallback_reason="no sources were offered")
     elif cfg.backend == "extractive":
-        trace = _extractive(base, question, query, offered, cfg, status="answered", reason="")
+        trace = _extractive(base, question, query, offered, cfg, status="answered", reason="", reader=reader)
     else:
-        trace = _with_llm(base, question, query, offered, cfg, models)
+        trace = _with_llm(base, question, query, offered, cfg, models, reader)
     return trace
 
 
@@ -234,20 +237,27 @@ def _model_label(cfg: GenerateConfig) -> str:
 
 
 def _extractive(base: GenerationTrace, question: str, query: str, offered: Sequence[Candidate],
-                cfg: GenerateConfig, status: str, reason: str) -> GenerationTrace:
+                cfg: GenerateConfig, status: str, reason: str,
+                reader: Mapping[str, Mapping[str, float]] | None = None) -> GenerationTrace:
     text = question if query.strip() == question.strip() else f"{question} {query}"
-    result = extractive_answer(text, offered, cfg.extractive_sentences)
+    result = extractive_answer(text, offered, cfg.extractive_sentences, reader, cfg.reader_min_score)
     limitations = result.limitations
     if reason:
         limitations = (f"The language model's answer could not be used ({reason}); this is the extractive "
                        f"fallback.",) + limitations
+    if result.reader_abstained:
+        why = (f"the reader scored no sentence of the sources at least {cfg.reader_min_score:g}; the closest "
+               f"({result.closest_score:.2f}) does not answer the question")
+        return replace(base, status="abstained", backend="extractive", answer=ABSTENTION_MESSAGE, is_abstention=True,
+                       confidence="LOW", limitations=limitations, fallback_reason=f"{reason}; {why}" if reason else why,
+                       reader_closest=result.closest, reader_closest_score=result.closest_score)
     if not result.answer.strip():  # nothing quotable (one giant token, only markup): say so, never answer ""
         return replace(base, status="abstained", backend="extractive", answer=ABSTENTION_MESSAGE, is_abstention=True,
                        confidence="LOW", limitations=limitations, fallback_reason=reason or "the sources contain no "
                        "quotable sentence")
     return replace(base, status=status, backend="extractive", answer=result.answer,
                    used_source_ids=result.used_source_ids, confidence=result.confidence,
-                   limitations=limitations, fallback_reason=reason)
+                   limitations=limitations, fallback_reason=reason, reader_scores=result.reader_scores)
 
 
 def _attempt(messages: tuple[Message, ...], reply: LLMReply, parse_error: str = "") -> LLMAttempt:
@@ -268,12 +278,14 @@ def _call(llm, messages: tuple[Message, ...], cfg: GenerateConfig) -> LLMReply:
 
 
 def _with_llm(base: GenerationTrace, question: str, query: str, offered: Sequence[Candidate],
-              cfg: GenerateConfig, models: Models) -> GenerationTrace:
+              cfg: GenerateConfig, models: Models,
+              reader: Mapping[str, Mapping[str, float]] | None = None) -> GenerationTrace:
     try:
         llm = models.llm("generate", backend=cfg.backend, model=cfg.model, api_base=cfg.api_base,
                          timeout_s=cfg.timeout_s, retries=cfg.retries)
     except (ModelUnavailable, ImportError) as exc:
-        return _extractive(base, question, query, offered, cfg, "fallback", f"{cfg.backend} unavailable: {exc}")
+        return _extractive(base, question, query, offered, cfg, "fallback", f"{cfg.backend} unavailable: {exc}",
+                           reader)
     except ConfigError:
         raise  # the user must fix the setting; the message says how
     base = replace(base, model=getattr(llm, "name", base.model) or base.model)
@@ -285,7 +297,7 @@ def _with_llm(base: GenerationTrace, question: str, query: str, offered: Sequenc
         if not reply.ok:
             attempts.append(_attempt(messages, reply))
             reason = f"provider {reply.error_kind or 'error'}: {reply.error}"[:300]
-            return replace(_extractive(base, question, query, offered, cfg, "fallback", reason),
+            return replace(_extractive(base, question, query, offered, cfg, "fallback", reason, reader),
                            attempts=tuple(attempts), llm_calls=len(attempts))
         parsed, parse_error = check_reply(reply.text, cfg.max_output_tokens)
         attempts.append(_attempt(messages, reply, parse_error))
@@ -294,7 +306,7 @@ def _with_llm(base: GenerationTrace, question: str, query: str, offered: Sequenc
         if round_no == 0:
             messages = messages + (Message("assistant", reply.text[:ECHO_CHARS]), repair_message(parse_error))
     reason = f"malformed output twice; last parse error: {parse_error}"
-    return replace(_extractive(base, question, query, offered, cfg, "fallback", reason),
+    return replace(_extractive(base, question, query, offered, cfg, "fallback", reason, reader),
                    attempts=tuple(attempts), llm_calls=len(attempts))
 
 

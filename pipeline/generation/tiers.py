@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pipeline.config import GenerateConfig, TierConfig, ValidateConfig
 from pipeline.context import StageContext, as_context
@@ -110,7 +110,8 @@ def _attempt_record(number: int, tier: TierConfig, gen: GenerationTrace, val: Va
 
 
 def run(question: str, query: str, candidates: tuple[Candidate, ...], cfg: GenerateConfig,
-        validate_cfg: ValidateConfig, ctx: StageContext | Models) -> TieredResult:
+        validate_cfg: ValidateConfig, ctx: StageContext | Models,
+        reader: Mapping[str, Mapping[str, float]] | None = None) -> TieredResult:
     """Answer with ``cfg.tiers`` in order (see the module docstring). ``validate_cfg`` is an input the engine
     passes: validation is part of each attempt. Never raises for a model's failure."""
     if not cfg.tiers:
@@ -120,7 +121,7 @@ def run(question: str, query: str, candidates: tuple[Candidate, ...], cfg: Gener
     validation_ms = 0.0
     for number, tier in enumerate(cfg.tiers, start=1):
         t0 = time.perf_counter()
-        gen = generate.run(question, query, candidates, tier_config(cfg, tier), context)
+        gen = generate.run(question, query, candidates, tier_config(cfg, tier), context, reader)
         t1 = time.perf_counter()
         val = citations.run(gen, candidates, validate_cfg, context)
         t2 = time.perf_counter()

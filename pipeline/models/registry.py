@@ -14,7 +14,7 @@ from pipeline.models.encoders import CrossEncoderReranker, Embedder, NLIClassifi
 from pipeline.models.llm import LLM, LiteLLMBackend
 from pipeline.models.local_llm import load_local_llm
 from pipeline.models.rerank_onnx import load_int8_reranker
-from pipeline.models.resolve import ModelUnavailable, cached
+from pipeline.models.resolve import PROJECT_MODELS, ModelUnavailable, cached
 
 
 class Models:
@@ -46,7 +46,7 @@ class Models:
             raise ModelUnavailable(self._reranker_unavailable)
         if self._reranker is not None:
             return self._reranker
-        if cfg.precision == "int8":
+        if cfg.precision == "int8" or shipped_as_onnx(cfg.model):
             return cached(("reranker-int8", cfg.model, cfg.max_tokens, cfg.batch_size),
                            lambda: load_int8_reranker(cfg.model, cfg.max_tokens, cfg.batch_size))
         return cached(("reranker", cfg.model, cfg.max_tokens, cfg.batch_size),
@@ -66,6 +66,11 @@ class Models:
         if self._nli is not None:
             return self._nli
         return cached(("nli", name), lambda: NLIClassifier(name, max_tokens=512))
+
+
+def shipped_as_onnx(name: str) -> bool:
+    """The project's own models ship as int8 ONNX only: they run in ONNX Runtime whatever ``precision`` says."""
+    return name in PROJECT_MODELS
 
 
 _DEFAULT: Models | None = None

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.models.resolve import ModelUnavailable, resolve_model
+from pipeline.models.resolve import ONNX_FILE, ModelUnavailable, resolve_model
 
 OPSET = 17
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".json")
@@ -85,8 +85,12 @@ def quantize_int8(src: Path, dst: Path) -> None:
 
 
 def int8_model_path(name: str) -> tuple[Path, Path]:
-    """(checkpoint directory, cached int8 ONNX file), exporting and quantising on first use."""
+    """(checkpoint directory, int8 ONNX file): a model shipped as int8 ONNX (the project's reader) is used as it
+    is; any other checkpoint is exported and quantised on first use, then cached."""
     resolved = resolve_model(name)
+    shipped = resolved.path / ONNX_FILE
+    if shipped.is_file():
+        return resolved.path, shipped
     folder = cache_root() / _checkpoint_key(resolved.path)
     int8 = folder / "model.int8.onnx"
     if not int8.exists():

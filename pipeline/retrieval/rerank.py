@@ -11,6 +11,15 @@ kept, best first; ties keep the fused order.
 The passage shown to the model is the chunk's heading path (document title first) and its text — the
 same text the legs indexed.
 
+Sentence granularity (``rerank.granularity="sentence"``, the default with the project's reader). The reader
+(``workbench train answerability``) was trained to say whether one *sentence* answers a question, as in
+answer-sentence selection (Wang et al. 2007; Yang et al. 2015). Each candidate is cut into its quotable units with
+the extractive generator's own rule (:func:`pipeline.text.units.split_units`: sentences, list items, labelled
+table rows, one-line commands), the first ``rerank.max_sentences`` of them are scored, and the candidate's score
+is its best unit's. Every unit's score is kept (``RerankScore.units``), so the gate reads the reader's best answer
+probability and the extractive generator quotes the units the reader says answer, without scoring again. A
+candidate with no quotable unit is scored as a passage.
+
 Where no cross-encoder resolves (offline with nothing installed, or ``precision="int8"`` before its ONNX
 module exists) the stage is recorded as ``skipped`` with the reason and what to install, and the gate
 falls back to the fused scale. A model that raises or returns non-finite or misshapen scores is treated
@@ -40,7 +49,8 @@ from pipeline.config import RerankConfig
 from pipeline.context import StageContext, as_context
 from pipeline.models.registry import Models
 from pipeline.models.resolve import ModelUnavailable
-from pipeline.trace import Candidate, RerankScore, RerankTrace, RetrievalTrace
+from pipeline.text.units import split_units
+from pipeline.trace import Candidate, RerankScore, RerankTrace, RetrievalTrace, UnitScore
 
 _INT8_MISSING = ("int8 reranking needs pipeline.models.rerank_onnx (ONNX Runtime dynamic quantisation), which is not "
                  "built yet; set rerank.precision=fp32")
@@ -76,34 +86,54 @@ def _load(models: Models, cfg: RerankConfig):
         return None, f"cross-encoder {cfg.model!r} failed to load: {type(exc).__name__}: {exc}"
 
 
-def _score_batches(model, query: str, passages: Sequence[str], batch_size: int, stop_at: float | None,
-                   min_scored: int) -> tuple[np.ndarray, str]:
-    """Logits for a prefix of ``passages`` (all of them unless early stop fired), or (empty, error)."""
+def _texts(candidate: Candidate, cfg: RerankConfig) -> list[str]:
+    """What the model reads of one candidate: its passage, or its first ``max_sentences`` quotable units."""
+    if cfg.granularity == "sentence":
+        units = [u.text for u in split_units(candidate.text, 1)][:cfg.max_sentences]
+        if units:
+            return units
+    return [_passage(candidate)]
+
+
+def _score_batches(model, query: str, items: Sequence[list[str]], batch_size: int, stop_at: float | None,
+                   min_scored: int) -> tuple[list[np.ndarray], str]:
+    """Logits per item (an item is a candidate's texts) for a prefix of ``items`` (all unless early stop fired),
+    or ([], error). ``batch_size`` items go to the model per call."""
     parts: list[np.ndarray] = []
     best = -np.inf
-    for start in range(0, len(passages), batch_size):
-        batch = list(passages[start:start + batch_size])
+    for start in range(0, len(items), batch_size):
+        batch = list(items[start:start + batch_size])
+        flat = [text for item in batch for text in item]
         try:
-            logits = np.asarray(model.score(query, batch), dtype=np.float64).reshape(-1)
+            logits = np.asarray(model.score(query, flat), dtype=np.float64).reshape(-1)
         except Exception as exc:
-            return np.zeros(0), f"cross-encoder failed while scoring: {type(exc).__name__}: {exc}"
-        if logits.shape[0] != len(batch):
-            return np.zeros(0), f"cross-encoder returned {logits.shape[0]} scores for {len(batch)} passages"
+            return [], f"cross-encoder failed while scoring: {type(exc).__name__}: {exc}"
+        if logits.shape[0] != len(flat):
+            return [], f"cross-encoder returned {logits.shape[0]} scores for {len(flat)} passages"
         if not np.all(np.isfinite(logits)):
-            return np.zeros(0), "cross-encoder returned non-finite scores (NaN or infinity)"
-        parts.append(logits)
+            return [], "cross-encoder returned non-finite scores (NaN or infinity)"
+        offsets = np.cumsum([0] + [len(item) for item in batch])
+        parts.extend(logits[offsets[i]:offsets[i + 1]] for i in range(len(batch)))
         best = max(best, float(_sigmoid(logits).max()))
         scored = start + len(batch)
-        if stop_at is not None and scored >= min_scored and best >= stop_at and scored < len(passages):
+        if stop_at is not None and scored >= min_scored and best >= stop_at and scored < len(items):
             break
-    return np.concatenate(parts), ""
+    return parts, ""
 
 
-def _ranked(pool: Sequence[Candidate], logits: np.ndarray, top_k: int) -> tuple[RerankScore, ...]:
+def _ranked(pool: Sequence[Candidate], per_item: list[np.ndarray], items: Sequence[list[str]], top_k: int,
+            sentences: bool) -> tuple[RerankScore, ...]:
+    logits = np.array([float(x.max()) for x in per_item])
     scores = _sigmoid(logits)
     order = sorted(range(len(logits)), key=lambda i: (-scores[i], pool[i].fused_rank, pool[i].chunk_id))
+
+    def units(i: int) -> tuple[UnitScore, ...]:
+        if not sentences:
+            return ()
+        return tuple(UnitScore(text, float(p)) for text, p in zip(items[i], _sigmoid(per_item[i]), strict=True))
+
     return tuple(RerankScore(chunk_id=pool[i].chunk_id, doc_id=pool[i].doc_id, rerank_score=float(scores[i]),
-                             rerank_rank=rank, fused_rank=pool[i].fused_rank, logit=float(logits[i]))
+                             rerank_rank=rank, fused_rank=pool[i].fused_rank, logit=float(logits[i]), units=units(i))
                  for rank, i in enumerate(order[:top_k], start=1))
 
 
@@ -116,7 +146,7 @@ def run(query: str, retrieval: RetrievalTrace, cfg: RerankConfig, ctx: StageCont
     stops once a candidate reaches it. None: the gate does not read rerank scores.
     """
     models = as_context(ctx).models
-    base = dict(model=cfg.model, precision=cfg.precision, max_tokens=cfg.max_tokens)
+    base = dict(model=cfg.model, precision=cfg.precision, max_tokens=cfg.max_tokens, granularity=cfg.granularity)
     if not cfg.enabled:
         return RerankTrace(status="disabled", reason="rerank.enabled is false; the gate uses the fused scale",
                            **base)
@@ -127,17 +157,27 @@ def run(query: str, retrieval: RetrievalTrace, cfg: RerankConfig, ctx: StageCont
     if model is None:
         return RerankTrace(status="skipped", reason=why, candidates_in=len(pool), **base)
     early_stop_at = stop_at if cfg.early_stop else None
-    logits, error = _score_batches(model, query, [_passage(c) for c in pool], cfg.batch_size, early_stop_at,
-                                   min(cfg.top_k, len(pool)))
+    items = [_texts(c, cfg) for c in pool]
+    per_item, error = _score_batches(model, query, items, _items_per_call(cfg), early_stop_at,
+                                     min(cfg.top_k, len(pool)))
     if error:
         return RerankTrace(status="skipped", reason=f"{error}; the gate uses the fused scale",
                            candidates_in=len(pool), **base)
-    scored = len(logits)
+    scored = len(per_item)
     early = scored < len(pool)
     base["model"] = getattr(model, "name", "") or cfg.model  # the model that scored, e.g. a test fake
     return RerankTrace(status="ran", reason=_note(cfg, stop_at, early, scored, len(pool)),
                        candidates_in=len(pool), scored=scored, early_stopped=early,
-                       candidates=_ranked(pool, logits, cfg.top_k), **base)
+                       pairs_scored=sum(len(x) for x in per_item),
+                       candidates=_ranked(pool, per_item, items, cfg.top_k, cfg.granularity == "sentence"), **base)
+
+
+def _items_per_call(cfg: RerankConfig) -> int:
+    """Candidates per model call: ``batch_size`` passages; in sentence granularity every candidate at once unless
+    early stop needs the batches (the model batches the pairs itself, sorted by length)."""
+    if cfg.granularity == "sentence" and not cfg.early_stop:
+        return max(cfg.candidates, 1)
+    return cfg.batch_size
 
 
 def _note(cfg: RerankConfig, stop_at: float | None, early: bool, scored: int, total: int) -> str:

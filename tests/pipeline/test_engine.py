@@ -38,9 +38,10 @@ def test_the_engine_times_each_stage_once_and_stamps_it_on_the_record(demo_store
 
 
 def test_the_rerank_early_stop_threshold_comes_from_the_gate_config_via_the_engine(demo_store_fake, models):
-    assert rerank_stop_at(GateConfig()) == GateConfig().confidence_threshold_rerank
+    assert rerank_stop_at(GateConfig(signal="rerank")) == GateConfig().confidence_threshold_rerank
     assert rerank_stop_at(GateConfig(signal="fused")) is None
-    stop = PipelineConfig().with_overrides({"cache.enabled": False, "rerank.early_stop": True,
+    assert rerank_stop_at(GateConfig()) is None, "auto reads the learned rule: every sentence must be read"
+    stop = PipelineConfig().with_overrides({"cache.enabled": False, "rerank.early_stop": True, "gate.signal": "rerank",
                                             "rerank.batch_size": 2, "rerank.top_k": 2})
     stopped = Pipeline(demo_store_fake, models, stop, log_runs=False).search(QUESTION)
     assert stopped.rerank.early_stopped and stopped.rerank.scored < stopped.rerank.candidates_in

@@ -50,7 +50,7 @@ def test_begin_rejects_what_ask_rejects(demo_store_fake, models):
 
 def test_a_resumed_run_is_the_run_under_the_new_settings(demo_store_fake, models):
     before = PipelineConfig().with_overrides(OFF)
-    after = before.with_overrides({"gate.confidence_threshold_rerank": 0.99, "generate.extractive_sentences": 1,
+    after = before.with_overrides({"gate.confidence_threshold_learned": 0.99, "generate.extractive_sentences": 1,
                                    "validate.claim_threshold": 0.9})
     earlier = Pipeline(demo_store_fake, models, before, log_runs=False).ask(QUESTIONS[0])
     pipeline = Pipeline(demo_store_fake, models, after, log_runs=False)
@@ -90,7 +90,7 @@ def test_only_settings_after_retrieval_leave_the_retrieval_reusable():
 
 
 def test_with_rerank_early_stop_a_gate_change_that_moves_the_stop_score_changes_the_rerank():
-    early = PipelineConfig().with_overrides({"rerank.early_stop": True})
+    early = PipelineConfig().with_overrides({"rerank.early_stop": True, "gate.signal": "rerank"})
     assert retrieval_differences(early, early.with_overrides({"gate.confidence_threshold_rerank": 0.2})) == \
         ("gate (the rerank early-stop score it implies)",)
     assert retrieval_differences(early, early.with_overrides({"gate.confidence_threshold_dense": 0.2})) == (), \

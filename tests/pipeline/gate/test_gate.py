@@ -39,9 +39,15 @@ def _rerank(*scores) -> RerankTrace:
 SKIPPED = RerankTrace(status="skipped", reason="cross-encoder unavailable: pip install something")
 
 
-def test_auto_reads_the_rerank_scale_when_the_reranker_ran():
+def test_auto_reads_the_learned_rule_whether_or_not_a_cross_encoder_ran():
     g = gate.run(RETRIEVAL, _rerank(("b#0", 0.8), ("a#0", 0.3)), GateConfig())
-    assert (g.status, g.scale, g.signal) == ("ran", "rerank", "auto")
+    assert (g.status, g.scale, g.signal) == ("ran", "learned", "auto")
+    assert g.threshold == GateConfig().confidence_threshold_learned
+
+
+def test_the_rerank_rule_reads_the_rerank_scale_when_the_reranker_ran():
+    g = gate.run(RETRIEVAL, _rerank(("b#0", 0.8), ("a#0", 0.3)), GateConfig(signal="rerank"))
+    assert (g.status, g.scale, g.signal) == ("ran", "rerank", "rerank")
     assert g.threshold == 0.45 and g.score == 0.8 and g.decision == "answer"
     assert g.margin == pytest.approx(0.35)
     assert g.top_chunk_id == g.score_chunk_id == "b#0"
@@ -146,7 +152,7 @@ def test_a_single_signal_rule_without_a_value_abstains_and_says_why():
 
 
 @pytest.mark.parametrize("scale,cfg,rerank_trace,score", [
-    ("rerank", GateConfig(confidence_threshold_rerank=0.5), _rerank(("a#0", 0.5)), 0.5),
+    ("rerank", GateConfig(signal="rerank", confidence_threshold_rerank=0.5), _rerank(("a#0", 0.5)), 0.5),
     ("fused", GateConfig(signal="fused", confidence_threshold_fused=1 / 62 + 1 / 63), SKIPPED, 1 / 62 + 1 / 63),
     ("dense", GateConfig(signal="dense", confidence_threshold_dense=0.72), SKIPPED, 0.72),
 ])
@@ -162,7 +168,7 @@ def test_a_score_exactly_at_the_threshold_answers(scale, cfg, rerank_trace, scor
 
 def test_abstention_gives_the_fixed_sentence_and_the_closest_distinct_documents():
     low = _rerank(("a#1", 0.2), ("a#0", 0.15), ("c#0", 0.1), ("b#0", 0.05))
-    g = gate.run(RETRIEVAL, low, GateConfig(closest_documents=2))
+    g = gate.run(RETRIEVAL, low, GateConfig(signal="rerank", closest_documents=2))
     assert g.decision == "abstain" and g.score == 0.2
     assert g.abstention_message == ABSTENTION_MESSAGE
     assert g.llm_calls_saved == 1
@@ -183,18 +189,18 @@ def test_no_candidates_abstains_and_says_why():
 
 def test_replay_of_a_stored_trace_matches_the_live_decision_and_follows_new_thresholds():
     rr = _rerank(("a#0", 0.5))
-    live = gate.run(RETRIEVAL, rr, GateConfig())
+    live = gate.run(RETRIEVAL, rr, GateConfig(signal="rerank"))
     stored = Trace.from_json(Trace(question="q", retrieval=RETRIEVAL, rerank=rr, gate=live).to_json())
-    assert gate.replay(stored, GateConfig()) == live == stored.gate
-    assert gate.replay(stored, GateConfig(confidence_threshold_rerank=0.6)).decision == "abstain"
+    assert gate.replay(stored, GateConfig(signal="rerank")) == live == stored.gate
+    assert gate.replay(stored, GateConfig(signal="rerank", confidence_threshold_rerank=0.6)).decision == "abstain"
     inputs = gate.gate_inputs(stored.retrieval, stored.rerank)
     for threshold in (0.1, 0.5, 0.9):
-        cfg = GateConfig(confidence_threshold_rerank=threshold)
+        cfg = GateConfig(signal="rerank", confidence_threshold_rerank=threshold)
         assert gate.decide(inputs, cfg) == gate.replay((RETRIEVAL, rr), cfg) == gate.replay(inputs, cfg)
 
 
 def test_llm_calls_saved_adds_up_over_a_session():
-    gates = [gate.run(RETRIEVAL, _rerank(("a#0", s)), GateConfig()) for s in (0.9, 0.1, 0.2, 0.7)]
+    gates = [gate.run(RETRIEVAL, _rerank(("a#0", s)), GateConfig(signal="rerank")) for s in (0.9, 0.1, 0.2, 0.7)]
     assert gate.llm_calls_saved(gates) == 2
 
 
@@ -213,7 +219,7 @@ def test_an_off_topic_question_abstains_with_zero_llm_calls(demo_store_fake, tmp
     llm = FakeLLM(["this reply must never be requested"])
     pipeline, cfg = _pipeline(demo_store_fake, llm, tmp_path)
     trace = pipeline.ask("sourdough bread recipe with rye flour")
-    assert trace.gate.decision == "abstain" and trace.gate.scale == "rerank"
+    assert trace.gate.decision == "abstain" and trace.gate.scale == "learned"
     assert trace.abstained and trace.answer == ABSTENTION_MESSAGE
     assert trace.llm_calls == 0 and llm.requests == []
     assert trace.llm_calls_saved == 1

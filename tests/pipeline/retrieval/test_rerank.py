@@ -1,4 +1,5 @@
-"""The cross-encoder stage: sigmoid scores, batching, the skipped path (never a fake score), early stop."""
+"""The cross-encoder stage: sigmoid scores, batching, the skipped path (never a fake score), early stop, and
+sentence granularity (the reader scores each quotable sentence; a candidate scores its best)."""
 
 import math
 
@@ -38,8 +39,12 @@ class ScriptedReranker:
                         dtype=np.float32)
 
 
+MS_MARCO = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+
+
 def _cfg(**kw) -> RerankConfig:
-    return RerankConfig(**kw)
+    """Passage granularity: these tests are about batching whole passages (sentence granularity is tested below)."""
+    return RerankConfig(**{"granularity": "passage", **kw})
 
 
 def test_scores_are_the_sigmoid_of_the_logits_best_first():
@@ -87,8 +92,8 @@ def test_disabled_reranker_is_not_called():
 
 
 def test_an_unresolvable_cross_encoder_is_skipped_with_what_to_install():
-    # Real resolution, offline (tests set HF_HUB_OFFLINE=1): no cross-encoder is installed.
-    trace = rerank.run("q", _retrieval(5), _cfg(candidates=5, top_k=5), Models(embedder=FakeEmbedder()), rerank_stop_at(GateConfig()))
+    # Real resolution, offline (tests set HF_HUB_OFFLINE=1): the hub's passage cross-encoder is not installed.
+    trace = rerank.run("q", _retrieval(5), _cfg(candidates=5, top_k=5, model=MS_MARCO), Models(embedder=FakeEmbedder()), rerank_stop_at(GateConfig()))
     assert trace.status == "skipped"
     assert "cross-encoder/ms-marco-MiniLM-L-6-v2" in trace.reason
     assert "download" in trace.reason or "install" in trace.reason
@@ -110,7 +115,7 @@ def test_skipped_reranker_sends_the_gate_to_the_offline_rule(demo_store_fake):
 
 
 def test_int8_without_its_onnx_module_is_a_recorded_skip():
-    trace = rerank.run("q", _retrieval(3), _cfg(candidates=3, top_k=3, precision="int8"), Models(embedder=FakeEmbedder()), rerank_stop_at(GateConfig()))
+    trace = rerank.run("q", _retrieval(3), _cfg(candidates=3, top_k=3, precision="int8", model=MS_MARCO), Models(embedder=FakeEmbedder()), rerank_stop_at(GateConfig()))
     assert trace.status == "skipped" and trace.precision == "int8"
     assert "rerank_onnx" in trace.reason or "unavailable" in trace.reason
     assert trace.candidates == ()
@@ -140,8 +145,12 @@ def test_rerank_on_the_demo_store_puts_the_matching_page_first(demo_store_fake, 
     assert rr.status == "ran" and len(rr.candidates) == cfg.rerank.top_k
     assert rr.candidates_in == min(cfg.rerank.candidates, len(ret.candidates))
     assert rr.candidates[0].doc_id == "err-timeout-502"
-    assert isinstance(models._reranker, FakeReranker) and models._reranker.calls == math.ceil(
-        rr.candidates_in / cfg.rerank.batch_size)
+    # sentence granularity (the default): every candidate's sentences in one call; the model batches the pairs
+    assert isinstance(models._reranker, FakeReranker) and models._reranker.calls == 1
+    assert models._reranker.pairs_scored == rr.pairs_scored > rr.candidates_in
+
+
+RERANK_GATE = GateConfig(signal="rerank")  # early stop applies where the gate reads the rerank scale
 
 
 # -- early stop ---------------------------------------------------------------------------------------------
@@ -149,26 +158,26 @@ def test_rerank_on_the_demo_store_puts_the_matching_page_first(demo_store_fake, 
 def test_early_stop_ends_after_the_batch_where_the_answer_is_certain():
     reranker = ScriptedReranker({2: 3.0})  # sigmoid(3) = 0.95 >= 0.45, in the first batch
     cfg = _cfg(candidates=64, top_k=10, batch_size=16, early_stop=True)
-    trace = rerank.run("q", _retrieval(64), cfg, Models(reranker=reranker), rerank_stop_at(GateConfig()))
+    trace = rerank.run("q", _retrieval(64), cfg, Models(reranker=reranker), rerank_stop_at(RERANK_GATE))
     assert reranker.batches == [16]
     assert trace.early_stopped and trace.scored == 16 and trace.candidates_in == 64
     assert len(trace.candidates) == 10 and trace.candidates[0].chunk_id == "doc2#0"
     assert "early stop after 16 of 64" in trace.reason
-    full = rerank.run("q", _retrieval(64), _cfg(candidates=64, top_k=10, batch_size=16), Models(reranker=ScriptedReranker({2: 3.0})), rerank_stop_at(GateConfig()))
+    full = rerank.run("q", _retrieval(64), _cfg(candidates=64, top_k=10, batch_size=16), Models(reranker=ScriptedReranker({2: 3.0})), rerank_stop_at(RERANK_GATE))
     ret = _retrieval(64)
-    assert gate.run(ret, trace, GateConfig()).decision == gate.run(ret, full, GateConfig()).decision == "answer"
+    assert gate.run(ret, trace, RERANK_GATE).decision == gate.run(ret, full, RERANK_GATE).decision == "answer"
 
 
 def test_early_stop_never_stops_towards_abstention():
     reranker = ScriptedReranker()  # every score sigmoid(-3) = 0.047 < 0.45
-    trace = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=8, early_stop=True), Models(reranker=reranker), rerank_stop_at(GateConfig()))
+    trace = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=8, early_stop=True), Models(reranker=reranker), rerank_stop_at(RERANK_GATE))
     assert trace.scored == 40 and not trace.early_stopped
     assert gate.run(_retrieval(40), trace, GateConfig()).decision == "abstain"
 
 
 def test_early_stop_still_scores_at_least_top_k():
     reranker = ScriptedReranker({0: 4.0})
-    trace = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=4, early_stop=True), Models(reranker=reranker), rerank_stop_at(GateConfig()))
+    trace = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=4, early_stop=True), Models(reranker=reranker), rerank_stop_at(RERANK_GATE))
     assert reranker.batches == [4, 4, 4]
     assert trace.scored == 12 and len(trace.candidates) == 10
 
@@ -176,8 +185,8 @@ def test_early_stop_still_scores_at_least_top_k():
 def test_early_stop_trades_away_the_top_k_order():
     # Candidate 30 would be the best, but candidate 1 already decides "answer" in the first batch.
     logits = {1: 1.0, 30: 5.0}
-    stopped = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=16, early_stop=True), Models(reranker=ScriptedReranker(logits)), rerank_stop_at(GateConfig()))
-    full = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=16), Models(reranker=ScriptedReranker(logits)), rerank_stop_at(GateConfig()))
+    stopped = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=16, early_stop=True), Models(reranker=ScriptedReranker(logits)), rerank_stop_at(RERANK_GATE))
+    full = rerank.run("q", _retrieval(40), _cfg(candidates=40, top_k=10, batch_size=16), Models(reranker=ScriptedReranker(logits)), rerank_stop_at(RERANK_GATE))
     assert full.candidates[0].chunk_id == "doc30#0"
     assert stopped.candidates[0].chunk_id == "doc1#0"
     assert "doc30#0" not in {s.chunk_id for s in stopped.candidates}
@@ -189,3 +198,86 @@ def test_early_stop_does_not_apply_when_the_gate_ignores_rerank_scores():
                        Models(reranker=reranker), rerank_stop_at(GateConfig(signal="fused")))
     assert trace.scored == 40 and not trace.early_stopped
     assert "early stop not applied" in trace.reason
+
+
+# -- sentence granularity (the reader) ---------------------------------------------------------------------------
+
+class SentenceReader:
+    """Logit 3 for a sentence containing 'answer', -3 otherwise; records every text it read."""
+
+    name = "sentence-reader"
+
+    def __init__(self) -> None:
+        self.read: list[str] = []
+
+    def score(self, query, passages):
+        self.read.extend(passages)
+        return np.array([3.0 if "answer" in p else -3.0 for p in passages], dtype=np.float32)
+
+
+def _prose_retrieval() -> RetrievalTrace:
+    texts = ["Retries happen often. They back off exponentially.",
+             "The limit is set per endpoint. The answer is eight retries. Nothing else matters here.",
+             "# Heading only\n\nA paragraph about timeouts and nothing else."]
+    return RetrievalTrace(status="ran", query="q", candidates=tuple(
+        Candidate(chunk_id=f"doc{i}#0", doc_id=f"doc{i}", title=f"Doc {i}", text=t, heading_path=(f"Doc {i}",),
+                  fused_rank=i + 1, fused_score=1 / (61 + i)) for i, t in enumerate(texts)))
+
+
+def test_sentence_granularity_scores_each_sentence_and_ranks_a_candidate_by_its_best():
+    reader = SentenceReader()
+    trace = rerank.run("how many retries", _prose_retrieval(), RerankConfig(candidates=3, top_k=3),
+                       Models(reranker=reader))
+    assert trace.status == "ran" and trace.granularity == "sentence"
+    assert "The answer is eight retries." in reader.read
+    assert "# Heading only" not in " ".join(reader.read), "headings are context, not sentences to read"
+    assert trace.pairs_scored == len(reader.read)
+    top = trace.candidates[0]
+    assert top.chunk_id == "doc1#0", "the candidate holding the answering sentence ranks first, though fused second"
+    assert [u.text for u in top.units] == ["The limit is set per endpoint.", "The answer is eight retries.",
+                                           "Nothing else matters here."], "every sentence kept, in document order"
+    assert top.rerank_score == pytest.approx(max(u.score for u in top.units))
+    assert trace.unit_scores()["doc1#0"]["The answer is eight retries."] == pytest.approx(1 / (1 + math.exp(-3)))
+    cand, unit = trace.best_unit()
+    assert cand.chunk_id == "doc1#0" and unit.text == "The answer is eight retries."
+
+
+def test_sentence_granularity_reads_at_most_max_sentences_per_candidate():
+    reader = SentenceReader()
+    text = " ".join(f"Sentence number {i} is here." for i in range(10))
+    retrieval = RetrievalTrace(status="ran", query="q", candidates=(
+        Candidate(chunk_id="d#0", doc_id="d", title="D", text=text, fused_rank=1, fused_score=0.03),))
+    trace = rerank.run("q", retrieval, RerankConfig(max_sentences=4), Models(reranker=reader))
+    assert len(reader.read) == 4 and len(trace.candidates[0].units) == 4
+    assert reader.read[0] == "Sentence number 0 is here."
+
+
+def test_the_gate_names_the_closest_sentence_when_the_reader_finds_no_answer():
+    class Doubtful(SentenceReader):
+        def score(self, query, passages):
+            return np.array([-1.0 if "eight" in p else -4.0 for p in passages], dtype=np.float32)
+
+    retrieval = _prose_retrieval()
+    rr = rerank.run("how many retries", retrieval, RerankConfig(), Models(reranker=Doubtful()))
+    gt = gate.run(retrieval, rr, GateConfig(signal="rerank"))
+    assert gt.decision == "abstain"
+    assert gt.closest_sentence == "The answer is eight retries."
+    assert gt.closest_sentence_score == pytest.approx(1 / (1 + math.exp(1)))
+    if gt.case == "on-topic":
+        assert "The answer is eight retries." in gt.plain_reason and "does not answer" in gt.plain_reason
+
+
+def test_the_reader_missing_from_a_checkout_is_a_recorded_skip_and_the_engine_still_answers(
+        tmp_path, monkeypatch, demo_store_fake):
+    from pipeline.engine import Pipeline
+    from pipeline.models import resolve
+
+    monkeypatch.setattr(resolve, "WEIGHTS_DIR", tmp_path / "no-weights")
+    resolve.clear_cache()
+    models = Models(embedder=FakeEmbedder())
+    trace = Pipeline(demo_store_fake, models, PipelineConfig()).ask("How long are dead-lettered deliveries kept?")
+    assert trace.rerank.status == "skipped"
+    assert "workbench/answerability-reader" in trace.rerank.reason and "make train-models" in trace.rerank.reason
+    assert any(d.startswith("rerank skipped") for d in trace.degradations)
+    assert trace.gate.scale == "learned", "without the reader the gate falls back to the learned rule"
+    assert trace.answer

@@ -1,0 +1,67 @@
+"""``workbench train <task>``: load the data, train (or resume), and on request export the selected checkpoint.
+
+One function per task so the CLI, ``make train-models`` and a notebook run the same thing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from workbench.training.data import input_files, load_split, sha256_of
+from workbench.training.loop import Trainer, TrainSettings, fmt, write_state
+
+TASKS = ("answerability",)
+
+
+def default_out(task: str) -> Path:
+    return Path(__file__).resolve().parents[2] / "build" / "train" / task
+
+
+def train_answerability(data_dir: Path, out: Path, settings: TrainSettings, resume: bool = True,
+                        report: Callable[[str], None] = print) -> Path:
+    """Train the answerability reader; returns the ``train_result.json`` written beside the checkpoints."""
+    started = time.monotonic()
+    split = load_split(data_dir, use_squad=settings.use_squad)
+    report(f"data: {len(split.train):,} training pairs ({sum(p.label for p in split.train):,} answering), "
+           f"held apart {len(split.val_pool):,} pool pairs by question id and {len(split.val_squad):,} SQuAD pairs "
+           f"by article")
+    inputs = {str(p.relative_to(data_dir)): sha256_of(p) for p in input_files(data_dir, settings.use_squad)}
+    trainer = Trainer(settings, split, out, report=report)
+    state = trainer.run(resume=resume)
+    counts = {"train_pairs": len(split.train), "train_positives": sum(p.label for p in split.train),
+              "val_pool_pairs": len(split.val_pool), "val_squad_pairs": len(split.val_squad),
+              "pairs_per_epoch": len(trainer.epochs[0]) if trainer.epochs else 0}
+    return write_state(out, settings, state, {"inputs": inputs, "counts": counts,
+                                              "wall_seconds_this_invocation": round(time.monotonic() - started, 1)})
+
+
+def export_answerability(out: Path, data_dir: Path, commit: str, install_to_weights: bool = False,
+                         report: Callable[[str], None] = print) -> Path:
+    """Export ``out/best`` to int8 ONNX in ``out/export``, validate it on the held-apart pairs, write its
+    provenance and model card; with ``install_to_weights``, copy it to ``pipeline/models/weights/answerability``."""
+    import json
+
+    from workbench.training.export import export, install, validate_int8, write_provenance
+    from workbench.training.loop import TrainSettings
+
+    result_path = out / "train_result.json"
+    if not result_path.exists() or not (out / "best").is_dir():
+        raise FileNotFoundError(f"{out} holds no finished training run (train_result.json and best/): train first")
+    result = json.loads(result_path.read_text(encoding="utf-8"))
+    settings = TrainSettings(**result["settings"])
+    folder = out / "export"
+    report(f"exporting {out / 'best'} to int8 ONNX in {folder}")
+    export(out / "best", folder)
+    split = load_split(data_dir, use_squad=settings.use_squad)
+    from workbench.training.data import val_subset
+
+    val_pool = val_subset(split.val_pool, settings.val_questions, settings.seed)
+    val_squad = (val_subset(split.val_squad, settings.val_squad_questions, settings.seed)
+                 if settings.val_squad_questions else list(split.val_squad))
+    int8 = validate_int8(folder, val_pool, val_squad, settings.max_tokens)
+    report(f"int8 validation: selection {int8['selection']:.4f} (pool pair AUC {fmt(int8['val_pool']['pair_auc'])}, "
+           f"SQuAD question AUC {fmt(int8['val_squad']['question_auc'])})")
+    write_provenance(folder, result, int8, commit)
+    return install(folder, settings.task, report) if install_to_weights else folder
