@@ -14,7 +14,8 @@ unanswerable questions on real data nobody here labelled?
   gate, extractive generator, validator; answer cache and run log off), and each answered answerable
   question's answer scored against the gold answers (:mod:`workbench.correctness`, best verdict);
 - **signals** read from each trace by :func:`pipeline.gate.stage.gate_inputs`: the top rerank score (when a
-  cross-encoder resolves — offline it does not), the top fused RRF score, the best dense cosine;
+  cross-encoder resolves: offline, the project's reader, whose top score is its best sentence probability), the
+  top fused RRF score, the best dense cosine, and every evidence signal (``reader`` among them);
 - **reported**: each signal's ROC-AUC at separating answerable (positive) from unanswerable questions,
   answer / false-answer rates at the shipped thresholds (and the gate's own ``auto`` decision), the best
   threshold within 5 % false answers on these same questions (in-sample: an upper bound, not a setting), the
@@ -50,8 +51,9 @@ FOLDER = "squad2_dev_cs224n"
 SECTION = "## Abstention on SQuAD 2.0"
 DENSE_POINTS = (0.5, 0.6, 0.7, 0.75)
 SAMPLE = 3000
-MODEL = ("extractive generator; embedder all-MiniLM-L6-v2 (packaged); no cross-encoder (not available offline); "
-         "correctness by token recall, key facts and the embedder (NLI off)")
+MODEL = ("extractive generator; embedder all-MiniLM-L6-v2 (packaged); reader workbench/answerability-reader (int8 "
+         "ONNX, committed; rerank granularity sentence); correctness by token recall, key facts and the embedder "
+         "(NLI off)")
 
 
 def locate_data() -> Path:
@@ -116,7 +118,7 @@ def analyse(rows: list[dict], cfg, dense_points: tuple[float, ...] = ()) -> dict
         if values is None or not np.isfinite(values).any():
             out["signals"][name] = None
             continue
-        rule = "auto" if name == "rerank" else name
+        rule = name  # each score under its own rule; the shipped auto rule is the gate row
         ar, far = rates(s.answers(rule, **defaults), s.answerable)
         best = best_setting(s, name, g, 0.05)
         out["signals"][name] = {"roc_auc": roc_auc(np.where(np.isfinite(values), values, -np.inf), s.answerable),
@@ -155,6 +157,16 @@ def _pct(x) -> str:
     return "—" if x is None else f"{100 * x:.1f} %"
 
 
+def _ci(rate: float | None, n: int) -> str:
+    """A rate with its 95 % Wilson interval, from the rate and the number of cases it is over."""
+    if rate is None or not n:
+        return _pct(rate)
+    from workbench.week_one import wilson
+
+    low, high = wilson(int(round(rate * n)), n)
+    return f"{_pct(rate)} [{100 * low:.1f}–{100 * high:.1f}]"
+
+
 def render(r: dict) -> str:
     """The BENCHMARKS.md section, from ``benchmarks/results/squad2.json`` alone."""
     a, g = r["analysis"], r["gate_settings"]
@@ -166,8 +178,8 @@ def render(r: dict) -> str:
              f"as distractors = {r['documents']:,} documents → {r['chunks']:,} chunks (default chunking). Questions: "
              f"{r['questions']:,} of {r['all_questions']:,} dev questions ({r['sample_note']}); {r['answerable']:,} "
              f"answerable, {r['unanswerable']:,} unanswerable, each asked once with the shipped defaults "
-             + (f"(`gate.signal={g['signal']}`: without a cross-encoder the learned rule, probability ≥ "
-                f"{g['t_learned']:g}; " if "t_learned" in g else
+             + (f"(`gate.signal={g['signal']}`: the learned rule, with the reader's best sentence score among its "
+                f"signals where the reader ran, probability ≥ {g['t_learned']:g}; " if "t_learned" in g else
                 f"(`gate.signal={g['signal']}`, fused ≥ {g['t_fused']:g}, dense ≥ {g['t_dense']:g}: ")
              + "fitted on the demo golden set's tune part, never on SQuAD)"
              + (" through retrieval, rerank and the gate only (`--search-only`: no generation, so no answer "
@@ -184,11 +196,13 @@ def render(r: dict) -> str:
         b = x["best_within_5pct"]
         best = f"≥ {b[f't_{name}']:.4f}: {_pct(b['answer_rate_answerable'])} answered" if b else "none"
         lines.append(f"| {name} | {x['roc_auc']:.3f} | {x['default_threshold']:g} | "
-                     f"{_pct(x['answer_rate_answerable'])} | {_pct(x['false_answer_rate_unanswerable'])} | {best} |")
+                     f"{_ci(x['answer_rate_answerable'], r['answerable'])} | "
+                     f"{_ci(x['false_answer_rate_unanswerable'], r['unanswerable'])} | {best} |")
     gate, c = a["gate"], a["fused_and_dense_best_within_5pct"]
     line = (f"The gate as shipped (`gate.signal={g['signal']}`; scale used: {', '.join(gate['scales'])}) answers "
-            f"{_pct(gate['answer_rate_answerable'])} of answerable and {_pct(gate['false_answer_rate_unanswerable'])} "
-            "of unanswerable questions.")
+            f"{_ci(gate['answer_rate_answerable'], r['answerable'])} of answerable and "
+            f"{_ci(gate['false_answer_rate_unanswerable'], r['unanswerable'])} of unanswerable questions (95 % Wilson "
+            "intervals in brackets).")
     if c:
         line += (f" Fused AND dense at its best within 5 % false answers on these same questions (fused ≥ "
                  f"{c['t_fused']:.4f}, dense ≥ {c['t_dense']:.4f}; in-sample) answers "

@@ -110,6 +110,14 @@ class RerankConfig:
     granularity: Literal["sentence", "passage"] = _tunable(
         "sentence", "sentence: score each quotable sentence of a candidate and keep its best (the reader); "
         "passage: score the whole passage (a passage cross-encoder).")
+    # The reader says whether a sentence answers, not which document the question is about: ordering candidates by
+    # it alone lowered the golden set's document MRR, so by default the order is a reciprocal-rank fusion of the
+    # fused rank and the reader's rank (BENCHMARKS.md, "Golden-set evaluation").
+    order: Literal["blend", "reader", "fused"] = _tunable(
+        "blend", "Sentence granularity: order candidates by RRF of fused rank and reader rank (blend), by the "
+        "reader's score alone (reader), or keep the fused order (fused; the reader's scores still feed the gate and "
+        "the quotes). Passage granularity always orders by the cross-encoder's score.")
+    blend_k: int = _tunable(60, "The RRF constant of the blend order.", lo=1, hi=1000)
     max_sentences: int = _tunable(24, "Sentences per candidate scored in sentence granularity (document order).",
                                   lo=1, hi=500)
     # The seed reranked the fused top-100 in fp32, far over the latency budget on 2 CPU cores. 20 candidates of

@@ -269,7 +269,8 @@ def extractive_answer(question: str, candidates: Sequence[Candidate], sentences:
                       min_score: float = 0.5) -> ExtractiveAnswer:
     """Quote up to ``sentences`` units of the top sources (``candidates`` are sources 1..n, in order); with
     ``reader`` scores (chunk id -> unit text -> score), the units the reader says answer, or none."""
-    quoted = list(candidates[:MAX_SOURCES_QUOTED])
+    # with the reader's scores every offered source may be quoted: the reader, not the order, says which answers
+    quoted = list(candidates if reader else candidates[:MAX_SOURCES_QUOTED])
     every = [u for n, c in enumerate(quoted, start=1) for u in split_units(c.text, n, quotable_only=False)]
     units, flagged, foreign = drop_instructions(every, answer_language(question, every))
     units = [u for u in units if quotable(u)]

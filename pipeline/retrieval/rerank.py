@@ -18,7 +18,10 @@ the extractive generator's own rule (:func:`pipeline.text.units.split_units`: se
 table rows, one-line commands), the first ``rerank.max_sentences`` of them are scored, and the candidate's score
 is its best unit's. Every unit's score is kept (``RerankScore.units``), so the gate reads the reader's best answer
 probability and the extractive generator quotes the units the reader says answer, without scoring again. A
-candidate with no quotable unit is scored as a passage.
+candidate with no quotable unit is scored as a passage. The kept candidates are ordered by a reciprocal-rank fusion of
+the fused rank and the reader's rank (``rerank.order="blend"``; Cormack et al. 2009), or by the reader's score alone
+(``"reader"``), or left in fused order (``"fused"``): the reader judges sentences, not which document a question is
+about.
 
 Where no cross-encoder resolves (offline with nothing installed, or ``precision="int8"`` before its ONNX
 module exists) the stage is recorded as ``skipped`` with the reason and what to install, and the gate
@@ -121,11 +124,29 @@ def _score_batches(model, query: str, items: Sequence[list[str]], batch_size: in
     return parts, ""
 
 
-def _ranked(pool: Sequence[Candidate], per_item: list[np.ndarray], items: Sequence[list[str]], top_k: int,
-            sentences: bool) -> tuple[RerankScore, ...]:
+def blend_order(scores: Sequence[float], fused_ranks: Sequence[int], k: int) -> list[int]:
+    """Indices ordered by ``1/(k + fused rank) + 1/(k + reader rank)`` (reciprocal-rank fusion of the two orders;
+    ties: the better reader score, then the fused order)."""
+    by_reader = sorted(range(len(scores)), key=lambda i: (-scores[i], fused_ranks[i]))
+    reader_rank = {i: r for r, i in enumerate(by_reader, start=1)}
+    fused = sorted(range(len(scores)), key=lambda i: fused_ranks[i])
+    fused_rank = {i: r for r, i in enumerate(fused, start=1)}
+    return sorted(range(len(scores)), key=lambda i: (-(1 / (k + fused_rank[i]) + 1 / (k + reader_rank[i])),
+                                                     -scores[i], fused_ranks[i]))
+
+
+def _ranked(pool: Sequence[Candidate], per_item: list[np.ndarray], items: Sequence[list[str]], cfg: RerankConfig
+            ) -> tuple[RerankScore, ...]:
+    sentences = cfg.granularity == "sentence"
     logits = np.array([float(x.max()) for x in per_item])
     scores = _sigmoid(logits)
-    order = sorted(range(len(logits)), key=lambda i: (-scores[i], pool[i].fused_rank, pool[i].chunk_id))
+    if sentences and cfg.order == "blend":
+        order = blend_order(list(scores), [c.fused_rank for c in pool[:len(scores)]], cfg.blend_k)
+    elif sentences and cfg.order == "fused":
+        order = sorted(range(len(logits)), key=lambda i: (pool[i].fused_rank, pool[i].chunk_id))
+    else:
+        order = sorted(range(len(logits)), key=lambda i: (-scores[i], pool[i].fused_rank, pool[i].chunk_id))
+    top_k = cfg.top_k
 
     def units(i: int) -> tuple[UnitScore, ...]:
         if not sentences:
@@ -169,7 +190,7 @@ def run(query: str, retrieval: RetrievalTrace, cfg: RerankConfig, ctx: StageCont
     return RerankTrace(status="ran", reason=_note(cfg, stop_at, early, scored, len(pool)),
                        candidates_in=len(pool), scored=scored, early_stopped=early,
                        pairs_scored=sum(len(x) for x in per_item),
-                       candidates=_ranked(pool, per_item, items, cfg.top_k, cfg.granularity == "sentence"), **base)
+                       candidates=_ranked(pool, per_item, items, cfg), **base)
 
 
 def _items_per_call(cfg: RerankConfig) -> int:

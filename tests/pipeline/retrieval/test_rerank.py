@@ -281,3 +281,12 @@ def test_the_reader_missing_from_a_checkout_is_a_recorded_skip_and_the_engine_st
     assert any(d.startswith("rerank skipped") for d in trace.degradations)
     assert trace.gate.scale == "learned", "without the reader the gate falls back to the learned rule"
     assert trace.answer
+
+
+def test_the_blend_order_fuses_the_fused_rank_and_the_reader_rank():
+    # reader scores for candidates in fused order 1..4: the reader prefers the fourth, the fusion the first
+    scores, fused = [0.2, 0.1, 0.05, 0.9], [1, 2, 3, 4]
+    assert rerank.blend_order(scores, fused, k=60) == [0, 3, 1, 2], "fused 1 + reader 2 leads fused 4 + reader 1"
+    reader_only = rerank.run("how many retries", _prose_retrieval(), RerankConfig(order="reader"),
+                             Models(reranker=SentenceReader()))
+    assert reader_only.candidates[0].chunk_id == "doc1#0"
