@@ -17,8 +17,14 @@ CLI_ENV.pop("WORKBENCH_DEBUG", None)
 
 # The LLM path with whatever model the test injects (Models.llm returns an injected fake before building a
 # backend), no answer cache (each test must see a fresh generation), extractive otherwise.
-LLM_CFG = PipelineConfig().with_overrides({"generate.backend": "litellm", "cache.enabled": False})
-EXTRACTIVE_CFG = PipelineConfig().with_overrides({"cache.enabled": False})
+# The injection defences sit after the gate, so these cases need the gate to answer: with the fakes of
+# pipeline.testing the gate reads the fake reranker's term-overlap score of whole passages (gate.signal=rerank,
+# rerank.granularity=passage), the set-up the cases were written against; the shipped auto rule and the reader's
+# sentence granularity are tested in tests/pipeline (the extractive generator's injection rules with reader scores:
+# tests/pipeline/generation/test_extractive_reader.py).
+FAKE_GATE = {"gate.signal": "rerank", "rerank.granularity": "passage"}
+LLM_CFG = PipelineConfig().with_overrides({"generate.backend": "litellm", "cache.enabled": False, **FAKE_GATE})
+EXTRACTIVE_CFG = PipelineConfig().with_overrides({"cache.enabled": False, **FAKE_GATE})
 
 
 BENIGN = {

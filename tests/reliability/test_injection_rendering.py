@@ -80,7 +80,12 @@ def injection_app(tmp_path, monkeypatch) -> Path:
 
 
 def ask(question: str):
+    from workbench.app.sidebar import value_key
+
     at = streamlit_testing.AppTest.from_file(str(APP), default_timeout=120)
+    # the gate on the fake reranker's score, the scale these cases were written against (rel_support.FAKE_GATE)
+    at.session_state[value_key("gate.signal")] = "rerank"
+    at.session_state[value_key("rerank.granularity")] = "passage"
     at.run()
     at.switch_page("workbench/app/pages/ask.py").run()
     at.chat_input(key="ask.query").set_value(question).run()

@@ -37,7 +37,7 @@ from pipeline.storage.store import Store
 from pipeline.testing import fake_models
 from pipeline.text.tokenize import tokenize
 from tests.reliability.injection_corpus import load_manifest
-from tests.reliability.rel_support import BENIGN, CLI_ENV, QUESTION, ROOT, one_line_error, workbench
+from tests.reliability.rel_support import BENIGN, CLI_ENV, FAKE_GATE, QUESTION, ROOT, one_line_error, workbench
 
 N_DOCS = 240
 FAST_INGEST = ["--set", "ingest.passage_vectors=false", "--set", "ingest.batch_chunks=8"]
@@ -462,7 +462,8 @@ FLAGGED = [pytest.param(inj, id=inj.doc_id) for inj in load_manifest() if inj.fl
 @pytest.mark.parametrize("inj", FLAGGED)
 def test_an_answer_with_a_flagged_source_is_asked_afresh_every_time(injection_store, tmp_path, inj):
     cache = AnswerCache(tmp_path / "cache.sqlite")
-    pipeline = Pipeline(injection_store, fake_models(), PipelineConfig(), cache=cache, log_runs=False)
+    pipeline = Pipeline(injection_store, fake_models(), PipelineConfig().with_overrides(FAKE_GATE), cache=cache,
+                        log_runs=False)
     first = pipeline.ask(inj.question)
     assert first.generation.flagged_sources, "the injected source is offered and flagged"
     second = pipeline.ask(inj.question)

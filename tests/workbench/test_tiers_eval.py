@@ -50,7 +50,8 @@ def stub(monkeypatch):
 
 
 def tiered_config(stub) -> PipelineConfig:
-    return PipelineConfig().with_overrides({"generate.tiers": json.dumps([
+    # the gate on the fake reranker's score (gate.signal=rerank) answers both cases: this test is about the tiers
+    return PipelineConfig().with_overrides({"gate.signal": "rerank", "generate.tiers": json.dumps([
         {"backend": "litellm", "model": CHEAP, "api_base": stub.api_base},
         {"backend": "litellm", "model": EXPENSIVE, "api_base": stub.api_base}])})
 
