@@ -63,9 +63,20 @@ def scratch_env(tmp_path, monkeypatch) -> Path:
     return home
 
 
-def open_app(page: str | None = None) -> AppTest:
-    """The whole app (streamlit_app.py + st.navigation), optionally switched to one page, after one run."""
+FAKE_WORLD = {"gate.signal": "rerank", "rerank.granularity": "passage"}
+
+
+def open_app(page: str | None = None, settings: dict | None = FAKE_WORLD) -> AppTest:
+    """The whole app (streamlit_app.py + st.navigation), optionally switched to one page, after one run.
+
+    With the fakes (``WORKBENCH_APP_MODELS=fake``) the gate reads the fake reranker's term-overlap score of whole
+    passages (``gate.signal=rerank``, ``rerank.granularity=passage``), the set-up these tests were written against;
+    the shipped auto rule and the reader's sentence granularity are tested in tests/pipeline."""
+    from workbench.app.sidebar import value_key
+
     at = AppTest.from_file(str(APP), default_timeout=120)
+    for key, value in (settings or {}).items():
+        at.session_state[value_key(key)] = value
     at.run()
     if page is not None:
         at.switch_page(f"{PAGES}/{page}.py").run()

@@ -23,7 +23,7 @@ def _widget(at, key):
 
 
 def test_every_tunable_has_a_widget_with_its_default(app_env):
-    at = open_app()
+    at = open_app(settings=None)
     for t in tunables():
         assert _widget(at, t.key).value == t.default, t.key
     assert PipelineConfig().config_hash() in _hash_line(at)
@@ -34,7 +34,7 @@ def test_every_tunable_has_a_widget_with_its_default(app_env):
 
 
 def test_a_change_moves_the_hash_and_survives_a_page_switch_then_reset_restores(app_env):
-    at = open_app()
+    at = open_app(settings=None)
     _widget(at, "gate.signal").set_value("dense").run()
     expected = PipelineConfig().with_overrides({"gate.signal": "dense"}).config_hash()
     assert expected in _hash_line(at) and "1 setting(s) changed" in _hash_line(at)
@@ -47,7 +47,7 @@ def test_a_change_moves_the_hash_and_survives_a_page_switch_then_reset_restores(
 
 
 def test_export_is_the_current_config_as_json(app_env):
-    at = open_app()
+    at = open_app(settings=None)
     _widget(at, "generate.extractive_sentences").set_value(5).run()
     exported = at.sidebar.get("download_button")[0]
     assert exported.proto.label == "Export the configuration (JSON)"
@@ -55,7 +55,7 @@ def test_export_is_the_current_config_as_json(app_env):
 
 
 def test_import_applies_a_config_file(app_env):
-    at = open_app()
+    at = open_app(settings=None)
     cfg = PipelineConfig().with_overrides({"gate.signal": "fused", "rerank.top_k": 5})
     at.sidebar.file_uploader(key="sidebar.import").set_value(("mine.json", cfg.to_json().encode(), "application/json"))
     at.run()
@@ -66,7 +66,7 @@ def test_import_applies_a_config_file(app_env):
 
 
 def test_a_bad_config_import_is_one_error_line_and_changes_nothing(app_env):
-    at = open_app()
+    at = open_app(settings=None)
     bad = json.dumps({"gate": {"treshold": 0.3}}).encode()
     at.sidebar.file_uploader(key="sidebar.import").set_value(("typo.json", bad, "application/json"))
     at.run()
@@ -80,7 +80,7 @@ def test_a_bad_config_import_is_one_error_line_and_changes_nothing(app_env):
 
 
 def test_an_invalid_combination_is_reported_and_the_last_valid_config_is_used(app_env):
-    at = open_app()
+    at = open_app(settings=None)
     _widget(at, "rerank.top_k").set_value(500).run()
     assert len(at.sidebar.error) == 1
     assert "top" in at.sidebar.error[0].value and "candidates" in at.sidebar.error[0].value
@@ -90,7 +90,7 @@ def test_an_invalid_combination_is_reported_and_the_last_valid_config_is_used(ap
 # -- threshold widgets: precision, step and range follow the signal's scale (issue 17, item 3) ---------------
 
 def test_fused_threshold_shows_five_decimals_and_one_step_stays_on_the_scale(app_env):
-    at = open_app()
+    at = open_app(settings=None)
     fused = _widget(at, "gate.confidence_threshold_fused")
     default = PipelineConfig().gate.confidence_threshold_fused
     assert fused.proto.format == "%.5f", "0.03201 must not display as 0.0320"
@@ -101,7 +101,7 @@ def test_fused_threshold_shows_five_decimals_and_one_step_stays_on_the_scale(app
 
 
 def test_dense_and_rerank_thresholds_step_at_their_precision(app_env):
-    at = open_app()
+    at = open_app(settings=None)
     dense = _widget(at, "gate.confidence_threshold_dense")
     assert dense.proto.format == "%.3f" and dense.step == 0.005 and (dense.min, dense.max) == (-1.0, 1.0)
     dense.increment().run()
@@ -112,7 +112,7 @@ def test_dense_and_rerank_thresholds_step_at_their_precision(app_env):
 
 
 def test_a_fusion_setting_that_puts_the_fused_threshold_out_of_reach_is_warned(app_env):
-    at = open_app()
+    at = open_app(settings=None)
     _widget(at, "retrieve.rrf_k").set_value(100).run()
     warnings = [w.value for w in at.sidebar.warning]
     assert any("above the highest fused score" in w.replace("\\", "") and "abstains" in w for w in warnings), warnings
@@ -124,13 +124,13 @@ def test_a_fusion_setting_that_puts_the_fused_threshold_out_of_reach_is_warned(a
 
 
 def test_the_reranker_note_appears_when_it_is_not_installed(offline_env):
-    at = open_app()
+    at = open_app(settings=None)
     notes = [c.value for c in at.sidebar.caption]
     assert any("Not installed here" in n for n in notes)
 
 
 def test_the_models_panel_says_which_models_are_here_and_what_a_missing_one_changes(app_env):
-    at = open_app()
+    at = open_app(settings=None)
     from pipeline.models.inventory import check
     from workbench.app.models_view import summary
 
@@ -152,7 +152,7 @@ def _in_advanced(at, key) -> bool:
 
 
 def test_a_single_signal_gate_rule_is_offered_and_brings_its_threshold_to_the_top(app_env):
-    at = open_app()
+    at = open_app(settings=None)
     signal = _widget(at, "gate.signal")
     assert {"window", "coverage", "critical", "bm25", "dense_margin", "fused_norm"} <= set(signal.options)
     assert _in_advanced(at, "gate.confidence_threshold_bm25"), "under Advanced while another rule is chosen"
