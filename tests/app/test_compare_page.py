@@ -1,10 +1,11 @@
-import pytest
+
 """Compare page: two configurations side by side with what changed highlighted."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
 from conftest import errors_of, html_of, open_app
 
 
