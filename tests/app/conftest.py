@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from pipeline.config import PipelineConfig
 from pipeline.ingestion.ingest import ingest_paths
 from pipeline.storage.store import Store
-from pipeline.testing import fake_models
+from pipeline.testing import FAKE_WORLD, fake_models
 from workbench.app.resources import MODELS_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,9 +61,6 @@ def scratch_env(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("WORKBENCH_HOME", str(home))
     monkeypatch.setenv(MODELS_ENV, "fake")
     return home
-
-
-FAKE_WORLD = {"gate.signal": "rerank", "rerank.granularity": "passage"}
 
 
 def open_app(page: str | None = None, settings: dict | None = FAKE_WORLD) -> AppTest:

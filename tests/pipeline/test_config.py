@@ -30,9 +30,11 @@ def test_the_gate_thresholds_are_marked_provisional():
                ("intercept", "window", "coverage", "critical", "bm25", "dense", "dense_margin", "fused_norm")}
     single = {f"gate.confidence_threshold_{name}" for name in
               ("window", "coverage", "critical", "bm25", "dense_margin", "fused_norm")}
+    reader_set = {f"gate.learned_r_{name}" for name in
+                  ("intercept", "window", "coverage", "critical", "bm25", "dense", "dense_margin", "fused_norm", "reader")}
     assert set(PROVISIONAL_KEYS) == {"gate.confidence_threshold_rerank", "gate.confidence_threshold_fused",
                                      "gate.confidence_threshold_dense", "gate.confidence_threshold_learned"} | learned \
-        | single
+        | single | reader_set
 
 
 def test_json_round_trip_is_exact_and_the_hash_is_stable():

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from pipeline.config import PipelineConfig
+from pipeline.testing import FAKE_WORLD
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "TOKENIZERS_PARALLELISM": "false",
@@ -22,7 +23,7 @@ CLI_ENV.pop("WORKBENCH_DEBUG", None)
 # rerank.granularity=passage), the set-up the cases were written against; the shipped auto rule and the reader's
 # sentence granularity are tested in tests/pipeline (the extractive generator's injection rules with reader scores:
 # tests/pipeline/generation/test_extractive_reader.py).
-FAKE_GATE = {"gate.signal": "rerank", "rerank.granularity": "passage"}
+FAKE_GATE = FAKE_WORLD
 LLM_CFG = PipelineConfig().with_overrides({"generate.backend": "litellm", "cache.enabled": False, **FAKE_GATE})
 EXTRACTIVE_CFG = PipelineConfig().with_overrides({"cache.enabled": False, **FAKE_GATE})
 

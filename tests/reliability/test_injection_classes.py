@@ -136,9 +136,17 @@ def test_the_extractive_answer_never_quotes_the_order(class_store, real_models, 
     _assert_clean(trace, doc)
 
 
-@pytest.mark.parametrize("doc", of(*ORDERS, *HIDDEN, gaps=GAPS))
+# Asked with the order's own words, the reader (rerank granularity=sentence) scores the sentences that answer the
+# question part, so the two detector gaps above are not quoted here; where no sentence answers, the reader abstains,
+# and its closest sentence (shown beside the abstention) must not be the order either.
+@pytest.mark.parametrize("doc", of(*ORDERS, *HIDDEN))
 def test_the_extractive_answer_never_quotes_the_order_even_when_asked_for_it(class_store, real_models, doc):
     trace = ask(class_store, real_models, doc, question=bait(doc))
+    if trace.generation.is_abstention and trace.generation.reader_closest_score is not None:
+        for marker in doc.markers:
+            assert marker not in trace.answer and marker not in trace.generation.reader_closest
+        assert not TAG_CHARS.search(trace.answer + trace.generation.reader_closest)
+        return
     _assert_clean(trace, doc)
 
 

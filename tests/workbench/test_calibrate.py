@@ -235,7 +235,7 @@ def test_a_corpus_without_sentences_is_a_clear_error():
 # -- against a store ---------------------------------------------------------------------------------------------
 
 def test_calibration_on_a_small_corpus_reads_the_learned_rule_without_a_cross_encoder(demo_store_fake):
-    models = Models(embedder=FakeEmbedder())  # no reranker: auto reads the learned rule
+    models = Models(embedder=FakeEmbedder(), reranker_unavailable="no cross-encoder in this test")
     result = calibrate.calibrate(demo_store_fake, models, PipelineConfig(), n=30, seed=0)
     e = result.estimate
     assert e.rule == "learned"

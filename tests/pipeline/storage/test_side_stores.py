@@ -8,7 +8,8 @@
 - What is cached: only a clean answer — never one with a flagged source or a degradation — and an entry that
   breaks that rule (an older release wrote it) is not served.
 
-Everything here runs the real ``Pipeline.ask`` over a small store with the fake models; the same faults
+Everything here runs the real ``Pipeline.ask`` over a small store with the fake models (and the gate they were
+written against, ``pipeline.testing.FAKE_WORLD``); the same faults
 through the CLI are in ``tests/reliability/test_store_faults.py``.
 """
 
@@ -29,7 +30,7 @@ from pipeline.ingestion.ingest import ingest_paths
 from pipeline.storage.cache import AnswerCache, cache_key, why_not_cacheable
 from pipeline.storage.runs import RunLog
 from pipeline.storage.store import Store, StoreError
-from pipeline.testing import fake_models
+from pipeline.testing import FAKE_WORLD, fake_models
 from tests.support.stores import ingest_texts
 from tests.support.traces import answered_trace
 
@@ -66,7 +67,7 @@ def short_waits(monkeypatch):
 def ask(home: Path, question: str = QUESTION):
     """One ask through a fresh Pipeline on ``home`` with its own cache.sqlite and runs.sqlite (as the CLI does)."""
     with Store.open(home) as store:
-        pipeline = Pipeline(store, fake_models(), PipelineConfig())
+        pipeline = Pipeline(store, fake_models(), PipelineConfig().with_overrides(FAKE_WORLD))
         try:
             return pipeline.ask(question)
         finally:
