@@ -245,10 +245,15 @@ def drop_instructions(units: Sequence[Unit], reference: Language | None = None
             tuple(sorted({u.source for u in foreign} - {source for source, _ in tainted})))
 
 
+def reader_answers(best: float | None, min_score: float) -> bool:
+    """Whether the reader's best sentence score lets the extractive generator quote (else it abstains)."""
+    return best is not None and best >= min_score
+
+
 def reader_picks(units: Sequence[Unit], scores: dict[Unit, float], k: int, min_score: float) -> list[Unit]:
     """The units the reader says answer: score >= ``min_score`` and >= READER_RELATIVE x the best, best first."""
     ranked = sorted((u for u in units if u in scores), key=lambda u: (-scores[u], u.source, u.position))
-    if not ranked or scores[ranked[0]] < min_score:
+    if not ranked or not reader_answers(scores[ranked[0]], min_score):
         return []
     floor = max(min_score, READER_RELATIVE * scores[ranked[0]])
     return [u for u in ranked if scores[u] >= floor][:k]

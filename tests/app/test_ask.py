@@ -193,3 +193,19 @@ def test_a_cache_hit_says_whose_times_are_shown(app_env):
     infos = [unmark(i.value) for i in at.info]
     assert any(i.startswith("Served from the answer cache in") for i in infos)
     assert any("those of the run that first produced it" in i for i in infos)
+
+
+def test_the_trace_shows_the_readers_score_per_sentence_coloured_and_which_it_quoted(app_env):
+    # the shipped settings: the rerank stage reads sentences (here the fake reranker's term overlap per sentence)
+    at = ask(open_app(settings=None), "What does ERR_TIMEOUT_502 mean?")
+    tables = [df for df in at.dataframe if "verdict" in df.value.columns]
+    assert tables, "the Rerank tab has the reader's sentence table"
+    rows = tables[0].value
+    assert {"sentence", "reader score", "verdict", "quoted"} <= set(rows.columns)
+    assert set(rows["verdict"]) <= {"answers", "close", "does not answer"} and len(rows) > 3
+    assert rows["quoted"].any(), "the answer quotes sentences the reader scored"
+    quoted = next(df.value for df in at.dataframe[1:] if "verdict" in df.value.columns and df.value["quoted"].all())
+    assert (quoted["verdict"] == "answers").all(), "what is quoted is what the reader says answers"
+    assert any("The reader, sentence by sentence" in m for m in markdown_of(at))
+    styles = [df.proto.arrow_data.styler.styles for df in tables if df.proto.arrow_data.HasField("styler")]
+    assert styles and "background-color" in styles[0], "scores are coloured by verdict"

@@ -141,3 +141,26 @@ def test_a_single_evidence_signal_is_a_what_if_rule_with_its_own_threshold(app_e
     assert _decision(at, "what-if") == "abstain"
     assert f"window score {value:.2f}" in html_of(at) and f"&lt; threshold {round(value + 0.005, 3):g}" in html_of(at), \
         "the reason names the signal, its value and the threshold"
+
+
+def _reader_outcome(at) -> str:
+    match = re.search(r"class='wb-reader-outcome' data-outcome='(\w+)'", html_of(at))
+    assert match, "no reader step on the page"
+    return match.group(1)
+
+
+def test_the_reader_after_the_gate_can_be_switched_off_and_its_threshold_moved(app_env):
+    at = open_app("gate_lab", settings=None)   # the shipped settings: the reader scores sentences
+    at.text_input(key="gate.question").set_value("What does ERR_TIMEOUT_502 mean?")
+    at.button(key="gate.search").click().run()
+    at.selectbox(key="gate.whatif.signal").set_value("fused").run()
+    at.slider(key="gate.whatif.fused").set_value(0.0).run()   # the gate answers: the reader's step decides
+    assert at.toggle(key="gate.whatif.reader_on").value, "on when the run has reader scores"
+    assert _reader_outcome(at) == "answer" and "best sentence:" in html_of(at)
+    at.slider(key="gate.whatif.reader_min").set_value(1.0).run()
+    assert _reader_outcome(at) == "abstain", "no sentence reaches a threshold of 1"
+    assert re.search(r"scores 0\.\d{3} &lt; 1: no sentence answers|scores 0\.\d{3} < 1: no sentence answers",
+                     html_of(at))
+    at.toggle(key="gate.whatif.reader_on").set_value(False).run()
+    assert _reader_outcome(at) == "answer", "without the reader the most similar sentences are quoted"
+    assert _decision(at, "what-if") == "answer", "the gate's own decision is unchanged by the reader step"

@@ -22,12 +22,12 @@ ONLY_BELOW = "only the changes below"
 
 
 def applied_rule(cfg: PipelineConfig, reranker_available: bool) -> str:
-    """The rule the gate applies under ``cfg``: ``auto`` and ``rerank`` depend on whether a rerank score
-    exists (pipeline/gate/rule.py); this assumes the dense leg returns something."""
+    """The rule the gate applies under ``cfg``: ``auto`` reads the learned rule, ``rerank`` falls back to fused
+    without a rerank score (pipeline/gate/rule.py); this assumes the dense leg returns something."""
     reranks = reranker_available and cfg.rerank.enabled
     signal = cfg.gate.signal
     if signal == "auto":
-        return "rerank" if reranks else "learned"
+        return "learned"
     if signal == "rerank":
         return "rerank" if reranks else "fused"
     return signal
@@ -78,10 +78,15 @@ def presets(cfg: PipelineConfig, reranker_available: bool) -> dict[str, dict[str
     """B's preset changes that make a difference under ``cfg`` with what is installed, label → overrides."""
     out: dict[str, dict[str, object]] = {}
     if reranker_available:
+        reads = cfg.rerank.granularity == "sentence"
         if cfg.rerank.enabled:
-            out["reranker off"] = {"rerank.enabled": False}
+            out["reader off (no rerank: fused order, the most similar sentences quoted)" if reads
+                else "reranker off"] = {"rerank.enabled": False}
+            if reads:
+                out["reader scores whole passages (no sentence check before quoting)"] = {
+                    "rerank.granularity": "passage"}
         else:
-            out["reranker on"] = {"rerank.enabled": True}
+            out["reader on" if reads else "reranker on"] = {"rerank.enabled": True}
     rule = applied_rule(cfg, reranker_available)
     for direction in (1, -1):
         label, changes = _threshold_preset(cfg, rule, direction)

@@ -11,6 +11,7 @@ from pipeline.config import GateConfig, PipelineConfig, RetrieveConfig
 from pipeline.gate import rule
 from pipeline.gate import signals as gate_signals
 from pipeline.gate import stage as gate
+from pipeline.generation.extractive import reader_answers
 from pipeline.trace import Trace
 from workbench.app import charts, render, thresholds
 from workbench.app.render import esc, md
@@ -88,6 +89,7 @@ def render_whatif(cfg: PipelineConfig, key: str = WHATIF) -> None:
             + (f"<div class='wb-gate-case'>{esc(replayed.plain_reason)}</div>" if replayed.plain_reason else "")
             + (f"<div class='wb-gate-flip' style='color:{render.AMBER};font-weight:700'>The decision flips: "
                f"{esc(original.decision)} → {esc(replayed.decision)}</div>" if changed else ""))
+    _reader_step(trace, replayed, key)
     st.plotly_chart(charts.gate_figure(replayed), key=f"{key}.gauge", width="stretch")
     rows = []
     read = [("rerank", inputs.best_rerank), ("fused", inputs.best_fused), ("dense", inputs.best_dense)]
@@ -116,11 +118,45 @@ def render_whatif(cfg: PipelineConfig, key: str = WHATIF) -> None:
                                    for d in replayed.closest_documents]), hide_index=True, key=f"{key}.closest")
 
 
+def reader_outcome(decision: str, best: float | None, min_score: float, reader_on: bool) -> tuple[str, str]:
+    """What the user gets after the gate: ``(outcome, why)``, with the reader's check after the gate on or off.
+
+    The extractive generator quotes only when the reader's best sentence passes ``generate.reader_min_score``
+    (``pipeline.generation.extractive.reader_answers``); off, it quotes the sentences most similar to the question."""
+    if decision != "answer":
+        return "abstain", "the gate abstains before any sentence is chosen"
+    if not reader_on:
+        return "answer", "without the reader, the answer quotes the sentences most similar to the question"
+    if best is None:
+        return "answer", "this run has no reader scores (passage granularity or no reranker): nothing to check"
+    if reader_answers(best, min_score):
+        return "answer", f"the reader's best sentence scores {best:.3f} ≥ {min_score:g}: it is quoted"
+    return "abstain", f"the reader's best sentence scores {best:.3f} < {min_score:g}: no sentence answers"
+
+
+def _reader_step(trace: Trace, replayed, key: str) -> None:
+    """The reader on or off after the what-if gate: a run's answer can still be an abstention by the reader."""
+    best = trace.rerank.best_unit()
+    score = best[1].score if best else None
+    base = (trace.config or PipelineConfig()).generate.reader_min_score
+    left, right = st.columns([1, 2])
+    on = left.toggle("reader after the gate", value=best is not None, key=f"{key}.reader_on",
+                     help="Off: what the extractive answer would quote without the reader's check")
+    min_score = right.slider("reader threshold (generate.reader_min_score)", 0.0, 1.0, float(base), step=0.01,
+                             key=f"{key}.reader_min", disabled=not on)
+    outcome, why = reader_outcome(replayed.decision, score, min_score, on)
+    colour = render.EMERALD if outcome == "answer" else render.ROSE
+    sentence = f" · best sentence: <i>{esc(best[1].text)}</i>" if best and on else ""
+    st.html(f"<div class='wb-reader-outcome' data-outcome='{esc(outcome)}'><b>after the reader</b>: "
+            f"<b style='color:{colour}'>{esc(outcome.upper())}</b> — {esc(why)}{sentence}</div>")
+
+
 def signal_rows(g) -> list[dict]:
     """One row per evidence signal of a GateTrace, and the terms the top passages miss."""
     s = g.signals
     rows = [{"signal": name, "value": "–" if getattr(s, name) is None else f"{getattr(s, name):.3f}"}
-            for name in ("window", "coverage", "critical", "bm25", "dense", "dense_margin", "fused_norm", "rerank")]
+            for name in ("window", "coverage", "critical", "bm25", "dense", "dense_margin", "fused_norm", "rerank",
+                         "reader")]
     rows.append({"signal": "critical terms missing", "value": ", ".join(s.missing_critical) or "none"})
     rows.append({"signal": "query terms missing", "value": ", ".join(s.missing_terms) or "none"})
     return rows

@@ -15,6 +15,8 @@ import json
 import pandas as pd
 import streamlit as st
 
+from pipeline.config import PipelineConfig
+from pipeline.generation.extractive import reader_answers
 from pipeline.generation.tiers import cost_text, tiers_line
 from pipeline.trace import Trace
 from workbench.app import charts, render
@@ -193,17 +195,67 @@ def _retrieval(trace: Trace, key: str) -> None:
                    "Retrieval's own times" + (" (of the original run)" if trace.cache_hit else ""))
 
 
+READER_VERDICTS = ("answers", "close", "does not answer")
+READER_COLOURS = {"answers": render.EMERALD, "close": render.AMBER, "does not answer": render.ROSE}
+
+
+def reader_min_score(trace: Trace) -> float:
+    """The extractive generator's reader threshold the run used (the shipped default for an old trace)."""
+    return (trace.config or PipelineConfig()).generate.reader_min_score
+
+
+def reader_verdict(score: float, min_score: float) -> str:
+    """``answers`` at or above the generator's threshold, ``close`` within half of it, else ``does not answer``."""
+    if reader_answers(score, min_score):
+        return "answers"
+    return "close" if score >= min_score / 2 else "does not answer"
+
+
+def reader_rows(trace: Trace) -> list[dict]:
+    """Every sentence the reader scored (rerank granularity=sentence), by candidate in rerank order, with its
+    verdict against the run's ``generate.reader_min_score`` and whether the answer quotes it."""
+    min_score = reader_min_score(trace)
+    answer = trace.answer if not trace.generation.is_abstention else ""
+    return [{"rerank rank": c.rerank_rank, "chunk": c.chunk_id, "document": c.doc_id, "sentence": u.text,
+             "reader score": u.score, "verdict": reader_verdict(u.score, min_score),
+             "quoted": bool(answer) and u.text in answer}
+            for c in trace.rerank.candidates for u in c.units]
+
+
+def _reader_table(rows: list[dict], key: str) -> None:
+    """The reader's rows with each score cell coloured by its verdict."""
+    table = pd.DataFrame(rows)
+    styled = table.style.apply(
+        lambda col: [f"background-color: {READER_COLOURS[v]}33" for v in table["verdict"]], subset=["reader score"])
+    st.dataframe(styled, hide_index=True, key=key, width="stretch",
+                 column_config={"reader score": st.column_config.NumberColumn(
+                     format="%.3f", help="The reader's probability that this sentence answers the question"),
+                     "sentence": st.column_config.TextColumn(width="large")})
+
+
 def _rerank(trace: Trace, key: str) -> None:
     rr = trace.rerank
     if rr.status != "ran":
         st.warning(md(f"Rerank {rr.status}" + (f": {rr.reason}" if rr.reason else "")
                       + " — the gate reads another scale (see Gate)."))
-    _kv([("status", rr.status), ("model", rr.model), ("precision", rr.precision),
-         ("candidates in", rr.candidates_in), ("scored", rr.scored), ("early stopped", rr.early_stopped),
-         ("max tokens", rr.max_tokens), ("latency ms", rr.latency_ms), ("reason", rr.reason)], f"{key}.kv")
+    _kv([("status", rr.status), ("model", rr.model), ("precision", rr.precision), ("granularity", rr.granularity),
+         ("candidates in", rr.candidates_in), ("scored", rr.scored), ("pairs read", rr.pairs_scored),
+         ("early stopped", rr.early_stopped), ("max tokens", rr.max_tokens), ("latency ms", rr.latency_ms),
+         ("reason", rr.reason)], f"{key}.kv")
     if rr.candidates:
-        st.dataframe(pd.DataFrame([dataclasses.asdict(r) for r in rr.candidates]), hide_index=True,
-                     key=f"{key}.table")
+        st.dataframe(pd.DataFrame([{
+            "rerank rank": r.rerank_rank, "fused rank": r.fused_rank, "chunk": r.chunk_id, "document": r.doc_id,
+            "score": r.rerank_score, "logit": r.logit, "sentences scored": len(r.units),
+            "best sentence": max(r.units, key=lambda u: u.score).text if r.units else ""}
+            for r in rr.candidates]), hide_index=True, key=f"{key}.table",
+            column_config={"score": st.column_config.NumberColumn(
+                format="%.3f", help="Sigmoid of the logit; in sentence granularity the best sentence's reader score"),
+                "logit": st.column_config.NumberColumn(format="%.2f")})
+    rows = reader_rows(trace)
+    if rows:
+        st.markdown(f"**The reader, sentence by sentence**: green answers (≥ {reader_min_score(trace):g}, "
+                    "`generate.reader_min_score`), amber is close, red does not answer; `quoted`: in the answer")
+        _reader_table(rows, f"{key}.reader")
 
 
 def _gate(trace: Trace, key: str) -> None:
@@ -225,6 +277,7 @@ def _gate(trace: Trace, key: str) -> None:
          ("its fused score", score_fmt("fused", gate.top_fused_score)),
          ("its dense cosine", score_fmt("dense", gate.top_dense_cosine)),
          ("best dense cosine", score_fmt("dense", gate.best_dense_cosine)), ("LLM calls saved", gate.llm_calls_saved),
+         ("reader's best sentence", gate.closest_sentence), ("its reader score", gate.closest_sentence_score),
          ("abstention message", gate.abstention_message)], f"{key}.kv")
     if gate.closest_documents:
         st.markdown("**Closest documents** (shown with an abstention)")
@@ -240,7 +293,18 @@ def _generation(trace: Trace, key: str) -> None:
          ("model", gen.model), ("fallback reason", gen.fallback_reason), ("used source ids", gen.used_source_ids),
          ("confidence (reported)", gen.confidence), ("limitations (reported)", gen.limitations),
          ("is abstention", gen.is_abstention), ("LLM calls", gen.llm_calls), ("latency ms", gen.latency_ms),
-         ("notes", gen.notes)], f"{key}.kv")
+         ("notes", gen.notes), ("reader scores of the quoted sentences", gen.reader_scores),
+         ("reader's closest sentence (it abstained)", gen.reader_closest),
+         ("its reader score", gen.reader_closest_score)], f"{key}.kv")
+    quoted = [r for r in reader_rows(trace) if r["quoted"]]
+    if quoted:
+        st.markdown("**Quoted sentences as the reader scored them**")
+        _reader_table(quoted, f"{key}.quoted")
+    elif gen.reader_closest_score is not None:
+        colour = READER_COLOURS[reader_verdict(gen.reader_closest_score, reader_min_score(trace))]
+        st.html(f"<div class='wb-reader-closest'>The reader abstained: its closest sentence scores "
+                f"<b style='color:{colour}'>{gen.reader_closest_score:.3f}</b> &lt; "
+                f"{reader_min_score(trace):g}: <i>{esc(gen.reader_closest)}</i></div>")
     if gen.tiers:  # generate.tiers: every tier tried, what it cost, what the validator said, which was kept
         st.markdown(f"**Tiers** (kept: tier {gen.kept_tier}) · " + md(tiers_line(gen)))
         st.dataframe(pd.DataFrame([{
