@@ -181,9 +181,12 @@ def figures(rows: Sequence[dict]) -> dict:
 
 
 def gate_settings(cfg) -> dict:
+    from pipeline.gate.learned import reader_fitted
+
     g = cfg.gate
     return {"signal": g.signal, "t_rerank": g.confidence_threshold_rerank, "t_fused": g.confidence_threshold_fused,
-            "t_dense": g.confidence_threshold_dense, "t_learned": g.confidence_threshold_learned}
+            "t_dense": g.confidence_threshold_dense, "t_learned": g.confidence_threshold_learned,
+            "reader_set_fitted": reader_fitted(g), "reader_min_score": cfg.generate.reader_min_score}
 
 
 # -- the section (pure) ---------------------------------------------------------------------------------------

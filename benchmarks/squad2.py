@@ -178,8 +178,10 @@ def render(r: dict) -> str:
              f"as distractors = {r['documents']:,} documents → {r['chunks']:,} chunks (default chunking). Questions: "
              f"{r['questions']:,} of {r['all_questions']:,} dev questions ({r['sample_note']}); {r['answerable']:,} "
              f"answerable, {r['unanswerable']:,} unanswerable, each asked once with the shipped defaults "
-             + (f"(`gate.signal={g['signal']}`: the learned rule, with the reader's best sentence score among its "
-                f"signals where the reader ran, probability ≥ {g['t_learned']:g}; " if "t_learned" in g else
+             + (f"(`gate.signal={g['signal']}`: the learned rule, probability ≥ {g['t_learned']:g}"
+                + ("" if g.get("reader_set_fitted", True) else " on the similarity signals, its reader coefficient "
+                   "set not fitted") + "; then the reader's check before quoting, "
+                f"`generate.reader_min_score` {g.get('reader_min_score', '—')}; " if "t_learned" in g else
                 f"(`gate.signal={g['signal']}`, fused ≥ {g['t_fused']:g}, dense ≥ {g['t_dense']:g}: ")
              + "fitted on the demo golden set's tune part, never on SQuAD)"
              + (" through retrieval, rerank and the gate only (`--search-only`: no generation, so no answer "
@@ -207,6 +209,11 @@ def render(r: dict) -> str:
         line += (f" Fused AND dense at its best within 5 % false answers on these same questions (fused ≥ "
                  f"{c['t_fused']:.4f}, dense ≥ {c['t_dense']:.4f}; in-sample) answers "
                  f"{_pct(c['answer_rate_answerable'])}.")
+    if not r.get("search_only"):
+        o = r["ood"]
+        line += (f" End to end — the gate, then the reader's check before quoting — the shipped default answers "
+                 f"{_ci(o['answer_rate_answerable'], r['answerable'])} of answerable and "
+                 f"{_ci(o['false_answer_rate_unanswerable'], r['unanswerable'])} of unanswerable questions.")
     lines += ["", line, ""]
     if a.get("dense_at"):
         lines += ["Dense cosine gate (`gate.signal=dense`) at fixed thresholds:", "",
