@@ -139,7 +139,7 @@ class OnnxReranker:
                 width = max(lengths[i] for i in idx)
                 feeds = {}
                 for name in self._inputs:
-                    fill = self._tokenizer.pad_token_id or 0 if name == "input_ids" else 0
+                    fill = (self._tokenizer.pad_token_id or 0) if name == "input_ids" else 0
                     rows = np.full((len(idx), width), fill, dtype=np.int64)
                     for r, i in enumerate(idx):
                         values = enc[name][i]

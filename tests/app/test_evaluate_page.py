@@ -12,7 +12,7 @@ import torch
 from conftest import errors_of, open_app, unmark
 
 from pipeline.config import PipelineConfig
-from pipeline.testing import fake_models
+from pipeline.testing import FAKE_WORLD, fake_models
 from workbench import evaluate
 from workbench.app import resources
 from workbench.app.eval_view import DEFAULT_GOLDEN, run_key
@@ -77,7 +77,6 @@ def test_a_missing_golden_file_is_one_error_line(app_env):
     assert len(at.error) == 1 and "not found" in errors_of(at)[0]
 
 
-@pytest.mark.xfail(reason="issue 27 in progress: written for gate.signal=auto reading the cross-encoder score alone; with the reader auto is the learned rule and the fake world pins rerank/passage, so these expectations need rewriting", strict=False)
 def test_gate_lab_golden_tradeoff_marks_both_operating_points(app_env, driver_calls):
     at = open_app("gate_lab")
     at.text_input(key="gate.question").set_value("What does ERR_TIMEOUT_502 mean?")
@@ -87,7 +86,7 @@ def test_gate_lab_golden_tradeoff_marks_both_operating_points(app_env, driver_ca
     assert not at.exception, [e.value for e in at.exception]
     assert [c["generate"] for c in driver_calls] == [False], "the Gate lab searches through the CLI's driver"
     points = next(df.value for df in at.dataframe if "label" in df.value.columns)
-    assert list(points["label"]) == ["sidebar (auto)", "what-if (auto)"]
+    assert list(points["label"]) == ["sidebar (rerank)", "what-if (rerank)"], "the fake world's gate.signal"
     assert points["answer_rate_answerable"][1] <= points["answer_rate_answerable"][0], \
         "a stricter what-if threshold cannot answer more"
     assert any(c.key == "gate.golden.tradeoff" for c in at.get("plotly_chart"))
@@ -147,11 +146,10 @@ def _rows(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in row.items() if k != "latency_ms"} for row in json.loads(json.dumps(rows))]
 
 
-@pytest.mark.xfail(reason="issue 27 in progress: written for gate.signal=auto reading the cross-encoder score alone; with the reader auto is the learned rule and the fake world pins rerank/passage, so these expectations need rewriting", strict=False)
 def test_the_apps_rows_are_the_clis_rows_and_an_unchanged_rerun_reuses_them(app_env, driver_calls, tmp_path):
     at = _run(open_app("evaluate"), 30)
     app = at.session_state["eval.result"]
-    cfg = PipelineConfig()
+    cfg = PipelineConfig().with_overrides(FAKE_WORLD)   # the settings open_app gave the sidebar
     # The app holds the store open (one process, one Store), so the CLI's run_eval gets that same store.
     status = evaluate.run_eval(DEFAULT_GOLDEN, cfg, open_store=lambda: nullcontext(resources.store()),
                                models=fake_models(), limit=30, nli=False, out=tmp_path / "cli")
@@ -200,7 +198,6 @@ def test_what_a_golden_run_is_keyed_on():
 
 # -- issue 19: batched evaluation; a new gate threshold re-runs from the earlier retrieval ---------------------------
 
-@pytest.mark.xfail(reason="issue 27 in progress: written for gate.signal=auto reading the cross-encoder score alone; with the reader auto is the learned rule and the fake world pins rerank/passage, so these expectations need rewriting", strict=False)
 def test_a_new_gate_threshold_reruns_from_the_earlier_retrieval_with_the_fresh_runs_rows(app_env, tmp_path):
     from workbench.app.sidebar import widget_key
 
@@ -214,7 +211,7 @@ def test_a_new_gate_threshold_reruns_from_the_earlier_retrieval_with_the_fresh_r
     second = at.session_state["eval.result"]
     assert second is not first and second.summary["run"]["reused_retrieval"] == 30
     assert any("retrieval of 30 cases reused" in unmark(c.value) for c in at.caption)
-    stricter = PipelineConfig().with_overrides({"gate.confidence_threshold_rerank": 0.9})
+    stricter = PipelineConfig().with_overrides({**FAKE_WORLD, "gate.confidence_threshold_rerank": 0.9})
     status = evaluate.run_eval(DEFAULT_GOLDEN, stricter, open_store=lambda: nullcontext(resources.store()),
                                models=fake_models(), limit=30, nli=False, out=tmp_path / "cli")
     cli = json.loads((tmp_path / "cli" / "eval.json").read_text(encoding="utf-8"))

@@ -1,10 +1,10 @@
 """The Demo tour's scenarios: golden-set questions on the demo corpus, each with a pinned configuration,
 a one-line "what you just saw", and a check that the run really showed it (no Streamlit here).
 
-Configuration: the defaults (``TOUR_OVERRIDES`` is empty; the page says so). Offline no cross-encoder
-resolves, so the ``auto`` gate requires the fused RRF score and the dense cosine to both pass their
-thresholds (pipeline/gate/stage.py explains why the fused score alone cannot abstain). Each check reports when a
-scenario does not behave as described, so a change of defaults that breaks the story shows on the page.
+Configuration: the defaults (``TOUR_OVERRIDES`` is empty; the page says so): the ``auto`` gate reads the learned
+rule, and the reader (the committed answerability cross-encoder) scores each candidate's sentences, so the
+extractive answer quotes what it scores as answering. Each check reports when a scenario does not behave as
+described, so a change of defaults that breaks the story shows on the page.
 
 "Provider down" is real: ``generate.backend=litellm`` with ``api_base`` on a 127.0.0.1 port nothing
 listens on, so litellm's client is refused and the pipeline's own fallback path produces the answer.
@@ -106,8 +106,10 @@ def _check_gate_abstains(t: Trace) -> list[str]:
 def _check_versions(t: Trace) -> list[str]:
     out = _answered_cleanly(t)
     cited, superseded = set(t.validation.cited_sources), set(t.validation.superseded_sources)
-    if not cited & superseded:
-        out.append("no cited source is badged superseded")
+    if not superseded:
+        out.append("no offered source is badged superseded")
+    if cited & superseded:
+        out.append("the answer quotes a superseded source")
     if not cited - superseded:
         out.append("no current (not superseded) source is cited")
     return out
@@ -153,8 +155,9 @@ SCENARIOS: tuple[Scenario, ...] = (
              "The question is about the product, but no document mentions Windows: it says it does not know "
              "rather than guessing.", _check_gate_abstains),
     Scenario("versions", "Versions that disagree", "g282", "What is the default per-endpoint rate limit?",
-             "Both versions are cited; the 2.4 chunk wears the amber \"superseded in part\" badge because 3.1 "
-             "raised the limit.", _check_versions),
+             "The answer quotes 3.1's limit; the 2.4 pages are among the sources, wearing the amber "
+             "\"superseded in part\" badge because 3.1 raised the limit, and nothing is quoted from them.",
+             _check_versions),
     Scenario("follow-up", "A follow-up that needs rewriting", "g135", "so what's the fix for that one?",
              "\"so what's the fix for that one?\" alone names nothing; the rewrite carried the error code from "
              "the earlier turn (ERR_MTLS_CERT_EXPIRED) into the search query, and the answer cites its page.",
