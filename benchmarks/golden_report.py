@@ -79,7 +79,8 @@ def render(results: dict) -> str:
         "figure in the next table is from the held-out test part, which no threshold was chosen on.", "",
         f"Shipped defaults: `{d['description']}`"
         + (" — the tune part's recommendation." if d["is_tune_recommendation"] else
-           f" — **not** what the tune part recommends now (`{' '.join(rec.get('settings', []))}`)."), "",
+           f" — **not** what the tune part recommends now (`{' '.join(rec.get('settings', []))}`): "
+           + (declined_because(results) or "nothing says why; run the benchmark again.")), "",
         f"| metric (test part, {test['cases']} cases: {test['answerable']} answerable, {test['unanswerable']} "
         "unanswerable) | value |", "|---|---:|",
         f"| answer rate on answerable | {_pct(test['answer_rate_answerable'])} |",
@@ -132,6 +133,22 @@ def render(results: dict) -> str:
     if results.get("nli_reason"):
         lines += [f"NLI: {results['nli_reason']}", ""]
     return "\n".join(lines)
+
+
+def declined_because(results: dict) -> str | None:
+    """Why the shipped defaults are not the tune part's recommendation, or None when nothing justifies it.
+
+    The one accepted reason: the recommendation's false-answer rate, 5-fold cross-validated within the tune
+    part, is above the target the search was bounded by; shipping it would trade the bound for answers."""
+    if results["defaults"]["is_tune_recommendation"]:
+        return None
+    rec = results["tune"]["recommendation"]
+    bound = results["max_false_answer_rate"]
+    cv_false = (rec.get("cross_validated") or {}).get("false_answer_rate_unanswerable")
+    if cv_false is None or cv_false <= bound:
+        return None
+    return (f"cross-validated within the tune part it gives {_pct(cv_false)} false answers, above the "
+            f"{bound:.0%} bound it was searched under, so the shipped gate keeps its earlier coefficients.")
 
 
 def _transfer(rec: dict, bound: float, unanswerable: int) -> str:
@@ -206,6 +223,7 @@ def _run_from(eval_dir: Path, golden, split, cfg):
 def measure(evaluation, golden, split, cfg) -> dict:
     """Everything the section shows, from one evaluation of all cases (pure apart from the clock)."""
     from workbench.golden import link_groups
+    from pipeline.gate.learned import reader_fitted
     from workbench.summary import lookup, part_figures, summarise
     from workbench.sweep import RULE_KEYS, at_setting, cross_validate, extract
     from workbench.tune import tune_report
@@ -249,8 +267,13 @@ def measure(evaluation, golden, split, cfg) -> dict:
         "test_false_answer_by_tag": {tag: test_summary["per_tag"].get(tag, {}).get("false_answer_rate_unanswerable")
                                      for tag in UNANSWERABLE_TAGS},
         "defaults": {"signal": gate.signal, **shipped, "is_tune_recommendation": is_rec,
-                     "description": f"gate.signal={gate.signal}: without a rerank score the learned rule "
-                                    f"(probability ≥ {gate.confidence_threshold_learned:g})",
+                     "description": f"gate.signal={gate.signal}: the learned rule (probability ≥ "
+                                    f"{gate.confidence_threshold_learned:g}) "
+                                    + ("reading the reader's best sentence score beside the similarity signals"
+                                       if reader_fitted(gate) else
+                                       "on the similarity signals (its reader set is not fitted); the reader "
+                                       f"acts after the gate, quoting only sentences scoring ≥ "
+                                       f"{cfg.generate.reader_min_score:g}"),
                      "test": at_setting(extract([r.id for r in test_rows], [r.answerable for r in test_rows],
                                                 test_traces, gate), gate.signal, {}, gate)},
         "fit": fit,

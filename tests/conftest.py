@@ -62,7 +62,7 @@ def demo_store_fake(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def real_models():
-    """The packaged all-MiniLM-L6-v2 (offline) and no cross-encoder (none resolves offline)."""
+    """The packaged all-MiniLM-L6-v2 (offline) and the committed reader (the offline cross-encoder)."""
     return Models()
 
 
