@@ -222,8 +222,8 @@ def _run_from(eval_dir: Path, golden, split, cfg):
 
 def measure(evaluation, golden, split, cfg) -> dict:
     """Everything the section shows, from one evaluation of all cases (pure apart from the clock)."""
-    from workbench.golden import link_groups
     from pipeline.gate.learned import reader_fitted
+    from workbench.golden import link_groups
     from workbench.summary import lookup, part_figures, summarise
     from workbench.sweep import RULE_KEYS, at_setting, cross_validate, extract
     from workbench.tune import tune_report
