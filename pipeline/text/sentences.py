@@ -34,6 +34,8 @@ TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 
 _TERMINAL = re.compile(r"[.!?]+[\"')\u201d\u2019]*")
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:[._][a-z0-9]+)+\b")
+_NON_SPACE = re.compile(r"\S")
+_LONGEST_ABBREVIATION = 40
 
 # Words ending in "." that do not end a sentence even before a capital ("e.g. Kafka", "vs. Redis").
 ABBREVIATIONS = frozenset("""
@@ -64,10 +66,11 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None,
         if m.start() < cur or inside(m.start(), code) or _is_abbreviation(text, cur, m):
             continue
         stop = min(MARKER_RUN.match(text, m.end(), end).end(), end)
-        rest = text[stop:end]
-        if rest.strip() and not (rest[0].isspace() and _can_start_sentence(rest.lstrip())):
+        # positions, not slices of the rest: a long run of full stops stays linear
+        following = _NON_SPACE.search(text, stop, end)
+        if following and not (text[stop].isspace() and _can_start_sentence(text, following.start(), end)):
             continue
-        if m.group().startswith("..") and rest.strip() and rest.lstrip()[0].islower():
+        if m.group().startswith("..") and following and text[following.start()].islower():
             continue  # "proxy_next_upstream ... http_503": an ellipsis before a lower-case word elides, it does not end
         spans.append((cur, stop))
         cur = stop
@@ -83,25 +86,32 @@ def split_sentences(text: str) -> list[str]:
 def _is_abbreviation(text: str, sentence_start: int, m: re.Match) -> bool:
     if m.group() != ".":
         return False
-    word = re.search(r"([^\s(\"']+)$", text[sentence_start:m.start()])
-    if not word:
+    # the word before the full stop, read backwards (at most _LONGEST_ABBREVIATION characters: no listed word
+    # or run of initials is longer, and a bounded look keeps a long dotted token linear)
+    first = m.start()
+    while first > sentence_start and not (text[first - 1].isspace() or text[first - 1] in "(\"'"):
+        if m.start() - first >= _LONGEST_ABBREVIATION:
+            return False
+        first -= 1
+    if first == m.start():
         return False
-    token = word.group(1).lower()
+    token = text[first:m.start()].lower()
     if token in _ENDS_OFTEN:
         following = text[m.end():m.end() + 2].strip()
         return bool(following) and following[0].islower()
     return token in ABBREVIATIONS or bool(re.fullmatch(r"(?:[a-z]\.)+[a-z]", token))
 
 
-def _can_start_sentence(rest: str) -> bool:
-    """Capitals, digits, quotes and code start sentences; so does a lower-case identifier such as
-    ``delivery.max_retries`` or ``harbor_cli`` (technical answers often open a sentence with a config key)."""
-    ch = rest[0]
+def _can_start_sentence(text: str, pos: int, end: int) -> bool:
+    """Whether ``text[pos:end]`` can open a sentence. Capitals, digits, quotes and code start sentences; so does a
+    lower-case identifier such as ``delivery.max_retries`` or ``harbor_cli`` (technical answers often open a
+    sentence with a config key)."""
+    ch = text[pos]
     if ch in ",;:)]}":
         return False
     if not ch.islower():
         return True
-    return bool(_IDENTIFIER.match(rest))
+    return bool(_IDENTIFIER.match(text, pos, end))
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:

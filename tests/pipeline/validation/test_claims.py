@@ -220,9 +220,9 @@ def test_every_marker_of_a_claim_is_written_in_its_span(answer):
 
 
 # Inputs the size of the longest answer the generator accepts (generate.check_reply caps a reply at
-# max_output_tokens * 8 characters) and beyond. "a. a. a. ..." stays one sentence to the end, and the sentence rule
-# (pipeline/text/sentences.py) re-reads the sentence so far at every full stop, so its cost grows with the square
-# of such a run: bounded by the reply cap, reported to the owner of that module.
+# max_output_tokens * 8 characters) and beyond. "e.g. e.g. ..." stays one sentence to the end; the sentence rule
+# (pipeline/text/sentences.py) reads only the word before each full stop and the character after it, so such a
+# run costs its length, not its square.
 @pytest.mark.parametrize("answer", [
     "[" * 20000 + "1" + "]" * 20000,
     "a. " * 3000,
