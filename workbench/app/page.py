@@ -73,8 +73,10 @@ def model_banner(status: resources.ModelStatus, cfg: PipelineConfig) -> str:
         return (f"The embedding model {cfg.embedding.model} could not be loaded, so no question can be answered: "
                 f"{status.embedder_error}")
     if status.reranker_error and cfg.rerank.enabled:
-        return (f"The reranker ({status.reranker_model}) is not installed here, so the gate answers only when the "
-                "fused and dense checks both pass (the Rerank tab of any answer says how to install it).")
+        return (f"The reader ({status.reranker_model}) could not be loaded here, so the sources keep their fused "
+                "order, the gate reads the similarity signals alone, and the extractive answer quotes the sentences "
+                "sharing most of the question's terms, not ones the reader says answer (the Rerank tab of any "
+                "answer says why).")
     return ""
 
 
