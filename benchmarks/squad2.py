@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.ood import Question, ask_questions, evaldata, figures, gate_settings
+from benchmarks.ood import MODEL, Question, ask_questions, evaldata, figures, gate_settings
 from benchmarks.results_io import ROOT, load_average, load_results, meta_line, results_path, run_meta, write_results
 from workbench.metrics import roc_auc
 from workbench.sweep import Scores, best_setting, rates
@@ -51,9 +51,6 @@ FOLDER = "squad2_dev_cs224n"
 SECTION = "## Abstention on SQuAD 2.0"
 DENSE_POINTS = (0.5, 0.6, 0.7, 0.75)
 SAMPLE = 3000
-MODEL = ("extractive generator; embedder all-MiniLM-L6-v2 (packaged); reader workbench/answerability-reader (int8 "
-         "ONNX, committed; rerank granularity sentence); correctness by token recall, key facts and the embedder "
-         "(NLI off)")
 
 
 def locate_data() -> Path:
@@ -230,14 +227,14 @@ def render(r: dict) -> str:
                               for kind, counts in sorted(a["cases"].items())) + ".", ""]
     o = r["ood"]
     if r.get("search_only"):
-        lines.append(r["verdict"])
+        lines.append(verdict(a))
         return "\n".join(lines) + "\n"
     lines += [f"Answers: of the answered answerable questions, {_pct(o['correct_rate'])} correct, "
               f"{_pct(o['partly_rate'])} partly, {_pct(o['wrong_rate'])} wrong against the gold answers "
               "(`workbench/correctness.py`, best verdict over the gold answers).", ""]
     if r.get("rerank_reason"):
         lines += [f"Rerank: {r['rerank_reason']}", ""]
-    lines.append(r["verdict"])
+    lines.append(verdict(a))
     return "\n".join(lines) + "\n"
 
 
@@ -250,7 +247,18 @@ def verdict(a: dict) -> str:
             "unanswerable questions sit on the topic of a paragraph that is in the corpus, so the scores of their "
             "closest passage resemble those of answerable questions; a retrieval-score gate mostly catches "
             "questions whose topic is missing, and telling these apart needs a reader that checks whether the "
-            "passage states the answer (a cross-encoder, NLI or QA model), not a retrieval threshold.")
+            "passage states the answer (a cross-encoder, NLI or QA model), not a retrieval threshold."
+            + _reader_note(a))
+
+
+def _reader_note(a: dict) -> str:
+    reader = (a.get("evidence") or {}).get("reader") or {}
+    if reader.get("roc_auc") is None:
+        return ""
+    return (f" The project's reader (`workbench train answerability`, trained on answer-sentence selection pairs "
+            f"from ../shared/traindata, never on SQuAD) scores ROC-AUC {reader['roc_auc']:.3f} alone here: it does "
+            "not yet tell SQuAD's on-topic unanswerable questions from answerable ones (its learning curve: \"Reader "
+            "training\").")
 
 
 def main(argv: list[str] | None = None) -> int:
