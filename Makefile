@@ -21,6 +21,9 @@ LOCAL_LLM_STAMP := $(VENV)/.installed-local-llm
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-26s %s\n", $$1, $$2}'
 
+# make test runs the suite on this many pytest-xdist workers, a file per worker at a time (0: in one process)
+PYTEST_WORKERS ?= 2
+
 install: $(STAMP) ## create .venv and install the project with test tools (idempotent)
 
 $(STAMP): pyproject.toml constraints.txt
@@ -45,7 +48,7 @@ app: install ingest ## install, ingest the demo corpus if needed, start the Stre
 
 test: install ## install and run every test: unit, app, browser, notebooks (nbval) and the deploy gate
 	@echo "skips allowed under CI=true (tests/skip_allowlist.txt):"; grep -v '^#' tests/skip_allowlist.txt | grep . || echo "  none"
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) --dist loadfile
 	$(BIN)/python -m pytest --nbval notebooks/ -p no:cacheprovider
 	@$(MAKE) --no-print-directory gate
 
