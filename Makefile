@@ -67,6 +67,11 @@ train-models: install ## train the answerability reader from ../shared/traindata
 	$(BIN)/python -m benchmarks.train_answerability
 	$(BIN)/python -m benchmarks.report
 
+.PHONY: reproduce-models
+reproduce-models: install ## retrain the shipped reader to its selected checkpoint, compare with its model card (long: BENCHMARKS.md "Reproducing the reader" says how long)
+	$(BIN)/python -m benchmarks.train_reproduce
+	$(BIN)/python -m benchmarks.report
+
 .PHONY: models
 models: install ## download the hub models (a passage cross-encoder, the NLI model) where the network allows (says per model when it cannot)
 	HF_HUB_OFFLINE=0 $(BIN)/workbench models --download

@@ -35,6 +35,7 @@ class Section:
 SECTIONS = (
     Section("train_answerability", "train_answerability", "Reader training (answerability cross-encoder)",
             "make train-models"),
+    Section("train_reproduce", "train_reproduce", "Reproducing the reader", "make reproduce-models"),
     Section("scifact", "scifact", "Retrieval quality: BEIR SciFact", "make bench-quality"),
     Section("golden_retrieval", "golden_retrieval", "Retrieval hit@k on the demo golden set",
             "make bench-golden-retrieval"),
