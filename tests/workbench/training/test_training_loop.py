@@ -1,41 +1,15 @@
 """The training loop on a tiny data set: a seeded run is reproducible, an interrupted run resumed from its checkpoint
 ends with the same weights, and the export loads offline in the class the pipeline uses."""
 
-import gzip
 import json
 
 import numpy as np
 import pytest
 
-from workbench.training.loop import Trainer, TrainSettings
+from workbench.training.loop import Trainer
 from workbench.training.run import export_answerability, train_answerability
 
 pytestmark = pytest.mark.slow
-
-SETTINGS = TrainSettings(layers=1, max_tokens=32, batch_size=4, epochs=2, neg_per_pos=1.0, eval_every=8,
-                         val_questions=10, threads=1)
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    home = tmp_path_factory.mktemp("traindata")
-    rows = ["source\tqid\tquestion\tsentence\tlabel"]
-    for q in range(40):
-        rows.append(f"toy\t{q}\thow many retries for job {q} ?\tjob {q} is retried {q % 7 + 2} times .\t1")
-        rows.append(f"toy\t{q}\thow many retries for job {q} ?\tjob {q} writes its log to disk .\t0")
-        rows.append(f"toy\t{q}\thow many retries for job {q} ?\tthe weather was mild that day .\t0")
-    with gzip.open(home / "answerability_pool.tsv.gz", "wt", encoding="utf-8") as fh:
-        fh.write("\n".join(rows) + "\n")
-    articles = [{"title": f"A{i}", "paragraphs": [{"context": f"The tower {i} is {i + 10} metres tall. It is red.",
-                                                   "qas": [{"id": f"q{i}", "question": f"How tall is tower {i}?",
-                                                            "is_impossible": i % 2 == 0,
-                                                            "answers": [] if i % 2 == 0 else
-                                                            [{"text": "tall", "answer_start": 4}]}]}]}
-                for i in range(10)]
-    (home / "squad2_train_subset").mkdir()
-    (home / "squad2_train_subset" / "train-v2.0.first10articles.json").write_text(json.dumps({"data": articles}))
-    return home
-
 
 def _weights(out):
     import torch
@@ -43,10 +17,10 @@ def _weights(out):
     return torch.load(out / "checkpoint.pt", weights_only=False)["model"]
 
 
-def test_a_seeded_run_is_reproducible_and_writes_a_learning_curve(data_dir, tmp_path):
+def test_a_seeded_run_is_reproducible_and_writes_a_learning_curve(data_dir, toy_settings, tmp_path):
     lines: list[str] = []
-    first = train_answerability(data_dir, tmp_path / "a", SETTINGS, report=lines.append)
-    train_answerability(data_dir, tmp_path / "b", SETTINGS, report=lambda _: None)
+    first = train_answerability(data_dir, tmp_path / "a", toy_settings, report=lines.append)
+    train_answerability(data_dir, tmp_path / "b", toy_settings, report=lambda _: None)
     a, b = _weights(tmp_path / "a"), _weights(tmp_path / "b")
     assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
     result = json.loads(first.read_text())
@@ -57,8 +31,8 @@ def test_a_seeded_run_is_reproducible_and_writes_a_learning_curve(data_dir, tmp_
     assert any("pairs/s" in line and "ETA" in line for line in lines), "a progress line with the time left"
 
 
-def test_an_interrupted_run_resumes_to_the_same_weights(data_dir, tmp_path, monkeypatch):
-    train_answerability(data_dir, tmp_path / "whole", SETTINGS, report=lambda _: None)
+def test_an_interrupted_run_resumes_to_the_same_weights(data_dir, toy_settings, tmp_path, monkeypatch):
+    train_answerability(data_dir, tmp_path / "whole", toy_settings, report=lambda _: None)
 
     class Interrupt(Exception):
         pass
@@ -76,20 +50,20 @@ def test_an_interrupted_run_resumes_to_the_same_weights(data_dir, tmp_path, monk
 
     monkeypatch.setattr(Trainer, "evaluate", evaluate_then_die)
     with pytest.raises(Interrupt):
-        train_answerability(data_dir, tmp_path / "cut", SETTINGS, report=lambda _: None)
+        train_answerability(data_dir, tmp_path / "cut", toy_settings, report=lambda _: None)
     monkeypatch.setattr(Trainer, "evaluate", original)
     lines: list[str] = []
-    train_answerability(data_dir, tmp_path / "cut", SETTINGS, report=lines.append)
+    train_answerability(data_dir, tmp_path / "cut", toy_settings, report=lines.append)
     assert any(line.startswith("resumed at step") for line in lines)
     a, b = _weights(tmp_path / "whole"), _weights(tmp_path / "cut")
     assert all(np.allclose(a[k].numpy(), b[k].numpy(), atol=1e-6) for k in a)
 
 
-def test_the_export_is_int8_onnx_with_a_model_card_and_loads_offline(data_dir, tmp_path):
+def test_the_export_is_int8_onnx_with_a_model_card_and_loads_offline(data_dir, toy_settings, tmp_path):
     from pipeline.models.rerank_onnx import OnnxReranker
 
     out = tmp_path / "run"
-    train_answerability(data_dir, out, SETTINGS, report=lambda _: None)
+    train_answerability(data_dir, out, toy_settings, report=lambda _: None)
     folder = export_answerability(out, data_dir, "abc1234", report=lambda _: None)
     assert (folder / "model.int8.onnx").stat().st_size < 30 * 1024 * 1024
     card = (folder / "MODEL_CARD.md").read_text()

@@ -1,0 +1,36 @@
+"""The toy training data and settings the training tests share: 40 pool questions and ten one-paragraph SQuAD
+articles, trained with one layer in seconds."""
+
+import gzip
+import json
+
+import pytest
+
+from workbench.training.loop import TrainSettings
+
+
+@pytest.fixture(scope="session")
+def toy_settings() -> TrainSettings:
+    return TrainSettings(layers=1, max_tokens=32, batch_size=4, epochs=2, neg_per_pos=1.0, eval_every=8,
+                         val_questions=10, threads=1)
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory):
+    home = tmp_path_factory.mktemp("traindata")
+    rows = ["source\tqid\tquestion\tsentence\tlabel"]
+    for q in range(40):
+        rows.append(f"toy\t{q}\thow many retries for job {q} ?\tjob {q} is retried {q % 7 + 2} times .\t1")
+        rows.append(f"toy\t{q}\thow many retries for job {q} ?\tjob {q} writes its log to disk .\t0")
+        rows.append(f"toy\t{q}\thow many retries for job {q} ?\tthe weather was mild that day .\t0")
+    with gzip.open(home / "answerability_pool.tsv.gz", "wt", encoding="utf-8") as fh:
+        fh.write("\n".join(rows) + "\n")
+    articles = [{"title": f"A{i}", "paragraphs": [{"context": f"The tower {i} is {i + 10} metres tall. It is red.",
+                                                   "qas": [{"id": f"q{i}", "question": f"How tall is tower {i}?",
+                                                            "is_impossible": i % 2 == 0,
+                                                            "answers": [] if i % 2 == 0 else
+                                                            [{"text": "tall", "answer_start": 4}]}]}]}
+                for i in range(10)]
+    (home / "squad2_train_subset").mkdir()
+    (home / "squad2_train_subset" / "train-v2.0.first10articles.json").write_text(json.dumps({"data": articles}))
+    return home
