@@ -23,8 +23,9 @@ module estimates both from the corpus alone, with probes it writes itself (:mod:
 
 3. **Replay**: every probe is searched once (retrieve, rerank, gate; no generation), the gate's scores are extracted
    with :func:`workbench.sweep.extract` and the configured rule (:func:`pipeline.gate.rule.answers`, the gate's own)
-   is applied at every threshold. The rule read is the one the gate applies: ``auto`` reads the rerank score where
-   the cross-encoder ran, else the learned rule's probability.
+   is applied at every threshold. The rule read is the one the gate applies (:func:`effective_rule`: ``auto``
+   resolved by the gate's own :func:`pipeline.gate.rule.scale`, i.e. the learned rule's probability wherever it
+   was computed).
 4. **Estimate**: the answer rate is the share of pseudo-questions answered; the false-answer rate is a weighted mean
    of the probe kinds' answered shares (:data:`WEIGHTS`). What mix of unanswerable questions a corpus will get is
    exactly what a corpus cannot say, so the default is a neutral prior for support traffic: half off-topic, half
@@ -48,6 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pipeline.config import GateConfig, PipelineConfig
+from pipeline.gate import rule as gate_rule
 from pipeline.text.tokenize import tokenize
 from workbench import sweep
 from workbench.probes import DEFAULT_PROBES, KINDS, PSEUDO, UNANSWERABLE, Corpus, Probe, make_probes
@@ -93,12 +95,17 @@ def format_weights(weights: Mapping[str, float]) -> str:
 # -- the estimate (pure) ----------------------------------------------------------------------------------------
 
 def effective_rule(scores: sweep.Scores, gate: GateConfig) -> str:
-    """The rule the gate applies on these runs: ``auto`` reads rerank where the cross-encoder ran, else learned."""
+    """The rule the gate applies on these runs: a forced ``gate.signal`` as is; ``auto`` resolved per case by the
+    gate's own :func:`pipeline.gate.rule.scale` (the learned rule where it gave a probability, else rerank, else
+    fused and dense), and the scale most of the cases with candidates are read on."""
     if gate.signal != "auto":
         return gate.signal
-    if np.isfinite(scores.rerank).any():
-        return "rerank"
-    return "learned" if scores.learned is not None and np.isfinite(scores.learned).any() else "fused_and_dense"
+    n = len(scores.ids)
+    learned = scores.learned if scores.learned is not None else np.full(n, np.nan)
+    read = gate_rule.scale("auto", np.isfinite(scores.rerank), np.isfinite(scores.dense), np.isfinite(learned))
+    found = read[np.isfinite(scores.fused)] if np.isfinite(scores.fused).any() else read
+    names, counts = np.unique(found, return_counts=True)
+    return str(names[np.argmax(counts)]) if len(names) else "fused_and_dense"
 
 
 @dataclass(frozen=True)

@@ -251,10 +251,20 @@ def test_calibration_on_a_small_corpus_reads_the_learned_rule_without_a_cross_en
     assert any(line.startswith("settings: --set gate.confidence_threshold_learned=") for line in lines)
 
 
-def test_calibration_reads_the_rerank_score_when_the_cross_encoder_ran(demo_store_fake):
-    result = calibrate.calibrate(demo_store_fake, fake_models(), PipelineConfig(), n=12, seed=1)
-    assert result.estimate.rule == "rerank"
-    assert set(result.estimate.current.thresholds) == {"t_rerank"}
+def test_calibration_reads_the_rule_the_gate_applies_when_the_cross_encoder_ran(demo_store_fake):
+    """With a cross-encoder the gate's ``auto`` reads the learned rule (the rerank score is one of its inputs, or
+    not, per the fitted set); the estimate reads the same rule, so each probe counts as answered exactly when the
+    gate answers it."""
+    from workbench.evaluate import eval_pipeline
+
+    cfg = PipelineConfig()
+    result = calibrate.calibrate(demo_store_fake, fake_models(), cfg, n=12, seed=1)
+    assert result.estimate.rule == "learned"
+    assert set(result.estimate.current.thresholds) == {"t_learned"}
+    pipe = eval_pipeline(demo_store_fake, fake_models(), cfg)
+    decisions = [pipe.search(p.query).gate for p in result.probes]
+    assert [r["answered"] for r in result.rows()] == [g.decision == "answer" for g in decisions]
+    assert {g.scale for g in decisions if g.status == "ran"} <= {"learned", "fused_and_dense"}
 
 
 # -- the command line --------------------------------------------------------------------------------------------
