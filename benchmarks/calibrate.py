@@ -34,8 +34,14 @@ TARGET_POINTS = 5.0
 GOLDEN = ROOT / "golden" / "golden.jsonl"
 GOLDEN_STORE = ROOT / "build" / "calib-store"
 SQUAD_STORE = ROOT / "build" / "squad2-store"
-MODEL = ("embedder all-MiniLM-L6-v2 (packaged), no cross-encoder (offline): the gate reads the learned rule with "
-         "the shipped coefficients; retrieve + gate only (no generation)")
+def model_line() -> str:
+    """What measured: the embedder, the rerank stage as configured (offline: the reader) and the rule the gate reads."""
+    from pipeline.config import PipelineConfig
+
+    r = PipelineConfig().rerank
+    return (f"embedder all-MiniLM-L6-v2 (packaged); rerank {r.model} ({r.precision}, {r.granularity} granularity, top "
+            f"{r.candidates}); the gate reads the learned rule with the shipped coefficients; retrieve + rerank + gate "
+            "only (no generation)")
 
 
 def _pct(x) -> str:
@@ -55,7 +61,9 @@ def render(results: dict) -> str:
              "chunk with a run of its words left out as the answer) and unanswerable probes: off-corpus questions "
              "from a built-in pool, and pseudo-questions whose key term is swapped for one the corpus never uses "
              "(swapped-out), for one of another document (swapped-in) or for another word of the same passage "
-             "(swapped-near, the adversarial kind: shown, weighted 0 by default). It searches each once and "
+             "(swapped-near, the adversarial kind: shown, weighted 0 by default), and pseudo-questions asked with "
+             "the chunks that state their answer left out of the candidates (answer-removed). It searches each once "
+             "and "
              "estimates the false-answer rate as "
              + ", ".join(f"{k} × {v:g}" for k, v in w.items()) + " of each kind's answered share — no labels. "
              f"Seeds {', '.join(str(s) for s in results['seeds'])}; the calibrated setting is the lowest threshold "
@@ -80,13 +88,16 @@ def render(results: dict) -> str:
                    "none | — | — | — |"))
         kinds = mean_by_kind(s["runs"])
         measured = s["runs"][0]["measured_current"]["false_answer_rate"]
-        near = kinds.get("swapped-near")
+        near, removed = kinds.get("swapped-near"), kinds.get("answer-removed")
         lines += ["", "Each probe kind's answered share at the configured threshold, mean over the seeds: "
                   + ", ".join(f"{name} {_pct(v)}" for name, v in kinds.items()) + "."]
         if near is not None:
             lines.append(f"The adversarial kind alone (`--weights swapped-near=1`, a mix chosen here knowing the "
                          f"set) would have estimated {_pct(near)} against the measured {_pct(measured)} "
                          f"({_pts(100 * (near - measured))} points).")
+        if removed is not None:
+            lines.append(f"The answer-removed kind alone (`--weights answer-removed=1`) would have estimated "
+                         f"{_pct(removed)} ({_pts(100 * (removed - measured))} points).")
         if s.get("by_tag"):
             lines.append("Measured false answers at the configured threshold by kind of unanswerable question (test "
                          "part, by tag): " + ", ".join(f"{t} {_pct(x['false_answer_rate'])} of {x['cases']}"
@@ -254,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         from workbench import calibrate
 
         set_torch_threads(1)
-        meta = run_meta(model=MODEL)
+        meta = run_meta(model=model_line())
         cfg, models = PipelineConfig(), Models()
         seeds = tuple(args.seeds)
         print("golden:", file=sys.stderr)

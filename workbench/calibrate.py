@@ -8,7 +8,7 @@ module estimates both from the corpus alone, with probes it writes itself (:mod:
    sentences is chosen, and a contiguous run of its content words is left out as the "answer" (a cloze question,
    the way reading-comprehension questions restate a sentence without its answer); a wh-word opens what remains.
    So the question shares most, not all, of its sentence's words, and never quotes the answer.
-2. **Unanswerable probes**, four kinds:
+2. **Unanswerable probes**, five kinds:
 
    - ``off-corpus``: general questions from a built-in pool on everyday topics (:data:`OFF_CORPUS`); one whose
      content words meet in a single chunk of this corpus is dropped (the corpus might answer it).
@@ -20,6 +20,9 @@ module estimates both from the corpus alone, with probes it writes itself (:mod:
    - ``swapped-near``: the same term replaced by a word of the same shape from the source chunk itself, kept only
      when no sentence of the chunk holds all the probe's words: the adversarial unanswerable question, written
      against a passage with its own entities (the way SQuAD 2.0's were, Rajpurkar, Jia & Liang, ACL 2018).
+   - ``answer-removed``: a pseudo-question asked unchanged, with its source chunk (and every chunk holding all its
+     words and its answer) left out of the candidates: the on-topic question whose answer the corpus lacks while
+     its neighbours stay. Searched through a view of the store that hides those chunks (:class:`_Hiding`).
 
 3. **Replay**: every probe is searched once (retrieve, rerank, gate; no generation), the gate's scores are extracted
    with :func:`workbench.sweep.extract` and the configured rule (:func:`pipeline.gate.rule.answers`, the gate's own)
@@ -29,7 +32,8 @@ module estimates both from the corpus alone, with probes it writes itself (:mod:
 4. **Estimate**: the answer rate is the share of pseudo-questions answered; the false-answer rate is a weighted mean
    of the probe kinds' answered shares (:data:`WEIGHTS`). What mix of unanswerable questions a corpus will get is
    exactly what a corpus cannot say, so the default is a neutral prior for support traffic: half off-topic, half
-   on-topic, the on-topic half split between ``swapped-out`` and ``swapped-in``. ``swapped-near`` is written and
+   on-topic, the on-topic half split equally between ``swapped-out``, ``swapped-in`` and ``answer-removed``
+   (a prior, not fitted to any labelled set). ``swapped-near`` is written and
    reported but weighs 0 by default: it is the adversarial end of the range, which a retrieval-score gate cannot
    tell from answerable questions; ``--weights`` states another mix. Reported at the configured threshold and at
    the lowest threshold whose estimated false-answer rate is within the target (the calibrated threshold), with
@@ -55,7 +59,8 @@ from workbench import sweep
 from workbench.probes import DEFAULT_PROBES, KINDS, PSEUDO, UNANSWERABLE, Corpus, Probe, make_probes
 
 # how much each kind weighs in the estimated false-answer rate (swapped-near: reported, not weighed; see above)
-WEIGHTS: Mapping[str, float] = {"off-corpus": 0.5, "swapped-out": 0.25, "swapped-in": 0.25, "swapped-near": 0.0}
+WEIGHTS: Mapping[str, float] = {"off-corpus": 0.5, "swapped-out": 0.5 / 3, "swapped-in": 0.5 / 3,
+                                 "answer-removed": 0.5 / 3, "swapped-near": 0.0}
 DEFAULT_TARGET = 0.05
 
 
@@ -221,6 +226,7 @@ class Calibration:
         answered = self.scores.answers(self.estimate.rule, **{**sweep.thresholds_of(self.gate),
                                                                **self.estimate.current.thresholds})
         return [{"kind": p.kind, "query": p.query, "chunk_id": p.chunk_id, "changed": p.changed,
+                 "removed": list(p.removed),
                  "score": None if not np.isfinite(v) else float(v), "answered": bool(a)}
                 for p, v, a in zip(self.probes, values, answered, strict=True)]
 
@@ -231,6 +237,28 @@ def corpus_of(store) -> Corpus:
     by_point = store.chunk_terms()
     return Corpus.build([(c.chunk_id, c.doc_id, c.text) for c in chunks],
                         {c.chunk_id: by_point.get(c.point_id, tokenize(c.text)) for c in chunks})
+
+
+class _Hiding:
+    """The store, read through a view whose searches leave ``hidden`` chunks out (the answer-removed probes): each
+    leg asks for as many more hits as are hidden and drops them, so a leg still returns its ``limit``. Everything
+    else (statistics, payloads, passage vectors) is the store's own."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+        self.hidden: frozenset[str] = frozenset()
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+    def _without(self, hits, limit: int):
+        return [h for h in hits if h.chunk_id not in self.hidden][:limit]
+
+    def dense_search(self, vector, limit: int):
+        return self._without(self._store.dense_search(vector, limit + len(self.hidden)), limit)
+
+    def keyword_search(self, indices, values, limit: int):
+        return self._without(self._store.keyword_search(indices, values, limit + len(self.hidden)), limit)
 
 
 def calibrate(store, models, cfg: PipelineConfig, n: int = DEFAULT_PROBES, seed: int = 0,
@@ -244,12 +272,15 @@ def calibrate(store, models, cfg: PipelineConfig, n: int = DEFAULT_PROBES, seed:
     if not 0.0 < target < 1.0:
         raise ValueError(f"the target false-answer rate must be between 0 and 1, got {target}")
     probes = make_probes(corpus_of(store), n, seed)
-    pipe = eval_pipeline(store, models, cfg)
+    view = _Hiding(store)
+    pipe = eval_pipeline(view, models, cfg)
     traces = []
     for i, p in enumerate(probes):
         if on_progress is not None:
             on_progress(i, len(probes))
+        view.hidden = frozenset(p.removed)
         traces.append(pipe.search(p.query))
+    view.hidden = frozenset()
     if on_progress is not None:
         on_progress(len(probes), len(probes))
     scores = sweep.extract([f"{p.kind}-{i}" for i, p in enumerate(probes)], [p.answerable for p in probes], traces,

@@ -467,12 +467,12 @@ def build_parser() -> argparse.ArgumentParser:
                        "false-answer rate at the configured threshold and the threshold that meets --target. With "
                        "--golden, the same two settings are measured on the labelled cases.")
     p.add_argument("--probes", type=int, default=200, metavar="N",
-                   help="pseudo-questions to write (default 200); N/2 off-corpus probes and N/4 of each swapped kind")
+                   help="pseudo-questions to write (default 200); N/2 off-corpus probes and N/4 of each on-topic kind")
     p.add_argument("--seed", type=int, default=0, help="which chunks and words are drawn (default 0)")
     p.add_argument("--target", type=float, default=0.05, help="false-answer rate to calibrate for (default 0.05)")
     p.add_argument("--weights", metavar="KIND=W,...", help="how much each unanswerable probe kind weighs in the "
-                   "estimate (off-corpus, swapped-out, swapped-in, swapped-near; kinds not named weigh 0; default "
-                   "off-corpus=0.5,swapped-out=0.25,swapped-in=0.25)")
+                   "estimate (off-corpus, swapped-out, swapped-in, answer-removed, swapped-near; kinds not named "
+                   "weigh 0; default: off-corpus half, swapped-out, swapped-in and answer-removed a sixth each)")
     p.add_argument("--golden", metavar="GOLDEN", help="also measure both settings on these labelled cases")
     p.add_argument("--split", choices=["tune", "test", "all"], default=None,
                    help="with --golden: the part of its split to measure on (default: test when GOLDEN has a "

@@ -14,6 +14,10 @@ operating point): pseudo-questions with a known source chunk, and four kinds of 
 - ``swapped-near``: the same term replaced by a word of the same shape from the source chunk itself, kept only when
   no sentence of the chunk holds all the probe's words (the adversarial kind, as SQuAD 2.0's unanswerable questions
   were written; Rajpurkar, Jia & Liang, ACL 2018).
+- ``answer-removed``: a pseudo-question asked unchanged, searched with its source chunk and every chunk holding all
+  of its words and its left-out answer taken out of the candidates (:attr:`Probe.removed`): the on-topic question
+  whose answer this corpus does not hold, while its neighbours, same document and same vocabulary, stay. A
+  paraphrase of the answer in other words elsewhere would make it answerable; the word test cannot see that.
 """
 
 from __future__ import annotations
@@ -30,10 +34,11 @@ from pipeline.text.sentences import FENCE, HEADING, LIST_ITEM, TABLE_RULE, split
 from pipeline.text.tokenize import tokenize
 
 PSEUDO = "pseudo"
-UNANSWERABLE = ("off-corpus", "swapped-out", "swapped-in", "swapped-near")
+UNANSWERABLE = ("off-corpus", "swapped-out", "swapped-in", "answer-removed", "swapped-near")
 KINDS = (PSEUDO, *UNANSWERABLE)
 # probes of each unanswerable kind per pseudo-question
-SHARES: Mapping[str, float] = {"off-corpus": 0.5, "swapped-out": 0.25, "swapped-in": 0.25, "swapped-near": 0.25}
+SHARES: Mapping[str, float] = {"off-corpus": 0.5, "swapped-out": 0.25, "swapped-in": 0.25, "answer-removed": 0.25,
+                               "swapped-near": 0.25}
 DEFAULT_PROBES = 200   # pseudo-questions
 MIN_CONTENT, MAX_WORDS = 6, 40   # a sentence worth a question: enough content words, not a run-on list
 MIN_KEPT, MAX_KEPT = 3, 6        # content words a pseudo-question keeps
@@ -214,6 +219,7 @@ class Probe:
     query: str
     chunk_id: str = ""    # the chunk the question was written from ("" for off-corpus)
     changed: str = ""     # what a perturbed probe replaced ("v3.1 -> v7.4"); the answer left out of a pseudo-question
+    removed: tuple[str, ...] = ()  # answer-removed: the chunks left out of the candidates when it is searched
 
     @property
     def answerable(self) -> bool:
@@ -258,15 +264,19 @@ class Corpus:
 
     def meet(self, tokens: Sequence[str]) -> bool:
         """Some chunk contains every token."""
+        return bool(self.holding(tokens))
+
+    def holding(self, tokens: Sequence[str]) -> frozenset[str]:
+        """The chunks that contain every token (none for no tokens)."""
         wanted = sorted(set(tokens), key=self.df)
         if not wanted:
-            return False
+            return frozenset()
         common = set(self.postings.get(wanted[0], ()))
         for t in wanted[1:]:
             common &= self.postings.get(t, frozenset())
             if not common:
-                return False
-        return bool(common)
+                break
+        return frozenset(common)
 
 
 # -- text -----------------------------------------------------------------------------------------------------
@@ -479,6 +489,9 @@ def make_probes(corpus: Corpus, n: int = DEFAULT_PROBES, seed: int = 0) -> tuple
                    key=lambda k: len(got[k]) / want[k], default=None)
         if kind == PSEUDO:
             got[PSEUDO].append(Probe(PSEUDO, question, chunk_id, answer))
+        elif kind == "answer-removed":
+            removed = corpus.holding(tokenize(question) + tokenize(answer)) | {chunk_id}
+            got[kind].append(Probe(kind, question, chunk_id, answer, tuple(sorted(removed))))
         elif kind is not None:
             changed = perturb(question, (chunk_id, doc_id, text), kind, corpus, rng)
             if changed is not None:

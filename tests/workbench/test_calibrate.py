@@ -165,15 +165,20 @@ def _probes(kinds: dict[str, int]) -> list[Probe]:
 
 
 def test_the_false_answer_rate_weighs_each_kind_of_unanswerable_probe():
-    probes = _probes({PSEUDO: 4, "off-corpus": 4, "swapped-out": 2, "swapped-in": 2, "swapped-near": 2})
+    probes = _probes({PSEUDO: 4, "off-corpus": 4, "swapped-out": 2, "swapped-in": 2, "answer-removed": 2,
+                      "swapped-near": 2})
     # every off-corpus probe scores high, every on-topic probe low: half the weight is answered at 0.5; the
     # swapped-near probes are all answered but weigh nothing by default
-    learned = [0.9, 0.9, 0.9, 0.2] + [0.8] * 4 + [0.1] * 4 + [0.95] * 2
+    learned = [0.9, 0.9, 0.9, 0.2] + [0.8] * 4 + [0.1] * 6 + [0.95] * 2
     est = calibrate.estimate(_scores(probes, learned), probes, GateConfig(confidence_threshold_learned=0.5))
     assert est.rule == "learned"
     assert est.current.answer_rate == 0.75 and est.current.false_answer_rate == pytest.approx(0.5)
     assert est.current.by_kind == {PSEUDO: 0.75, "off-corpus": 1.0, "swapped-out": 0.0, "swapped-in": 0.0,
-                                   "swapped-near": 1.0}
+                                   "answer-removed": 0.0, "swapped-near": 1.0}
+    removed_answered = calibrate.estimate(_scores(probes, learned[:12] + [0.9, 0.9] + [0.95] * 2), probes,
+                                          GateConfig(confidence_threshold_learned=0.5))
+    assert removed_answered.current.false_answer_rate == pytest.approx(0.5 + 0.5 / 3), \
+        "answered answer-removed probes weigh a third of the on-topic half"
     c = est.calibrated
     assert c is not None and c.false_answer_rate <= 0.05
     assert 0.8 < c.thresholds["t_learned"] <= 0.9 and c.answer_rate == 0.75
@@ -215,7 +220,8 @@ def test_no_threshold_reaches_an_impossible_target():
 def test_the_comparison_reports_estimate_minus_measured_in_points():
     probes = _probes({PSEUDO: 2, "off-corpus": 2, "swapped-out": 1, "swapped-in": 1})
     est = calibrate.estimate(_scores(probes, [0.9, 0.9, 0.1, 0.1, 0.95, 0.1]), probes,
-                             GateConfig(confidence_threshold_learned=0.5))
+                             GateConfig(confidence_threshold_learned=0.5),
+                             weights=calibrate.parse_weights("off-corpus=2,swapped-out=1,swapped-in=1"))
     assert est.current.false_answer_rate == pytest.approx(0.25)
     labelled = sweep.Scores(ids=("a", "b", "c", "d"), answerable=np.array([True, True, False, False]),
                             rerank=np.full(4, np.nan), fused=np.full(4, 0.03), dense=np.full(4, 0.7), inputs=(),
@@ -262,9 +268,33 @@ def test_calibration_reads_the_rule_the_gate_applies_when_the_cross_encoder_ran(
     assert result.estimate.rule == "learned"
     assert set(result.estimate.current.thresholds) == {"t_learned"}
     pipe = eval_pipeline(demo_store_fake, fake_models(), cfg)
-    decisions = [pipe.search(p.query).gate for p in result.probes]
-    assert [r["answered"] for r in result.rows()] == [g.decision == "answer" for g in decisions]
+    plain = [(p, r) for p, r in zip(result.probes, result.rows(), strict=True) if not p.removed]
+    decisions = [pipe.search(p.query).gate for p, _ in plain]
+    assert [r["answered"] for _, r in plain] == [g.decision == "answer" for g in decisions]
     assert {g.scale for g in decisions if g.status == "ran"} <= {"learned", "fused_and_dense"}
+
+
+def test_an_answer_removed_probe_is_searched_without_the_chunks_that_state_its_answer(demo_store_fake):
+    from workbench.evaluate import eval_pipeline
+
+    cfg = PipelineConfig()
+    removed = [p for p in writing.make_probes(calibrate.corpus_of(demo_store_fake), 40, seed=3)
+               if p.kind == "answer-removed"]
+    assert len(removed) == writing.counts(40)["answer-removed"]
+    texts = {c.chunk_id: c.text for c in demo_store_fake.chunks()}
+    view = calibrate._Hiding(demo_store_fake)
+    hiding, seeing = eval_pipeline(view, fake_models(), cfg), eval_pipeline(demo_store_fake, fake_models(), cfg)
+    sources_found = 0
+    for probe in removed:
+        assert probe.chunk_id in probe.removed and not probe.answerable
+        assert set(tokenize(probe.changed)) <= set(tokenize(texts[probe.chunk_id])), "its answer is in its source"
+        view.hidden = frozenset(probe.removed)
+        hidden = [c.chunk_id for c in hiding.search(probe.query).retrieval.candidates]
+        shown = [c.chunk_id for c in seeing.search(probe.query).retrieval.candidates]
+        assert not set(hidden) & set(probe.removed), "no removed chunk is a candidate"
+        assert len(hidden) >= len(shown) // 2, "the legs still return candidates"
+        sources_found += probe.chunk_id in shown
+    assert sources_found >= len(removed) // 2, "without the view the question finds its source"
 
 
 # -- the command line --------------------------------------------------------------------------------------------
