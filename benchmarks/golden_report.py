@@ -29,7 +29,16 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.results_io import ROOT, load_average, load_results, meta_line, results_path, run_meta, write_results
+from benchmarks.results_io import (
+    ROOT,
+    load_average,
+    load_results,
+    meta_line,
+    rate_ci,
+    results_path,
+    run_meta,
+    write_results,
+)
 
 NAME = "golden"
 GOLDEN = ROOT / "golden" / "golden.jsonl"
@@ -68,6 +77,8 @@ def render(results: dict) -> str:
     test, tune_part = parts["test"], parts["tune"]
     d, t = results["defaults"], results["tune"]
     rec = t["recommendation"]
+    answered_answerable = round((test["answer_rate_answerable"] or 0) * test["answerable"])
+    answered_all = answered_answerable + round((test["false_answer_rate_unanswerable"] or 0) * test["unanswerable"])
     lines = [
         "## Golden-set evaluation", "",
         meta_line(meta) + f" Reproduce: `{results['reproduce']}`.", "",
@@ -82,15 +93,18 @@ def render(results: dict) -> str:
            f" — **not** what the tune part recommends now (`{' '.join(rec.get('settings', []))}`): "
            + (declined_because(results) or "nothing says why; run the benchmark again.")), "",
         f"| metric (test part, {test['cases']} cases: {test['answerable']} answerable, {test['unanswerable']} "
-        "unanswerable) | value |", "|---|---:|",
-        f"| answer rate on answerable | {_pct(test['answer_rate_answerable'])} |",
-        f"| false-answer rate on unanswerable | {_pct(test['false_answer_rate_unanswerable'])} |",
+        "unanswerable) | value [95 % Wilson interval] (count) |", "|---|---:|",
+        f"| answer rate on answerable | {rate_ci(test['answer_rate_answerable'], test['answerable'], True)} |",
+        f"| false-answer rate on unanswerable | "
+        f"{rate_ci(test['false_answer_rate_unanswerable'], test['unanswerable'], True)} |",
         f"| abstention precision / recall | {_num(test['abstention_precision'])} / "
         f"{_num(test['abstention_recall'])} |",
         f"| recall@10 (any expected document) / MRR@10 | {_num(test['recall_at_10'])} / {_num(test['mrr'])} |",
         f"| claims supported by their citation | {_pct(test['citation_support_rate'])} |",
-        f"| correct answers (of answered answerable) | {_pct(test['correct_answer_rate'])} |",
-        f"| supported but wrong (of all answered) | {_pct(test['supported_but_wrong_rate'])} |",
+        f"| correct answers (of answered answerable) | "
+        f"{rate_ci(test['correct_answer_rate'], answered_answerable, True)} |",
+        f"| supported but wrong (of all answered) | "
+        f"{rate_ci(test['supported_but_wrong_rate'], answered_all, True)} |",
         "| false-answer rate: " + " / ".join(UNANSWERABLE_TAGS) + " | "
         + " / ".join(_pct(results["test_false_answer_by_tag"].get(tag)) for tag in UNANSWERABLE_TAGS) + " |", "",
     ]

@@ -85,3 +85,18 @@ def meta_line(meta: dict) -> str:
         load = f", 1-min load average {start[0]:.1f}" + (f" at the start and {end[0]:.1f} at the end" if end else "")
     return (f"Measured {meta['date']} on {meta['machine']}{load}; commit `{meta['git_commit']}`; "
             f"model: {meta['model']}.")
+
+
+def rate_ci(rate: float | None, n: int, counts: bool = False) -> str:
+    """``58.0 % [48.2–67.2]``: a rate over ``n`` cases with its 95 % Wilson interval (:func:`workbench.metrics.wilson`);
+    the count behind it is ``round(rate * n)``, shown as ``(58/100)`` with ``counts``. A missing rate or no cases: the
+    rate alone (``—``)."""
+    if rate is None:
+        return "—"
+    if not n:
+        return f"{100 * rate:.1f} %"
+    from workbench.metrics import wilson
+
+    k = int(round(rate * n))
+    low, high = wilson(k, n)
+    return f"{100 * rate:.1f} % [{100 * low:.1f}–{100 * high:.1f}]" + (f" ({k}/{n})" if counts else "")

@@ -42,7 +42,16 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.ood import MODEL, Question, ask_questions, evaldata, figures, gate_settings
-from benchmarks.results_io import ROOT, load_average, load_results, meta_line, results_path, run_meta, write_results
+from benchmarks.results_io import (
+    ROOT,
+    load_average,
+    load_results,
+    meta_line,
+    rate_ci,
+    results_path,
+    run_meta,
+    write_results,
+)
 from workbench.metrics import roc_auc
 from workbench.sweep import Scores, best_setting, rates
 
@@ -155,13 +164,7 @@ def _pct(x) -> str:
 
 
 def _ci(rate: float | None, n: int) -> str:
-    """A rate with its 95 % Wilson interval, from the rate and the number of cases it is over."""
-    if rate is None or not n:
-        return _pct(rate)
-    from workbench.week_one import wilson
-
-    low, high = wilson(int(round(rate * n)), n)
-    return f"{_pct(rate)} [{100 * low:.1f}–{100 * high:.1f}]"
+    return rate_ci(rate, n)
 
 
 def render(r: dict) -> str:

@@ -8,6 +8,8 @@
 - **ROC-AUC** by the rank-sum (Mann–Whitney U) identity, ties counted one half: the probability that a
   random positive scores above a random negative (Hanley & McNeil, Radiology 1982).
 - **Percentiles** by linear interpolation (numpy's default), for latency p50/p95.
+- **Intervals** for a proportion: the Wilson score interval (no continuity correction; Wilson 1927, Newcombe 1998
+  method 3) from SciPy's ``binomtest(...).proportion_ci``, not re-derived here.
 """
 
 from __future__ import annotations
@@ -78,3 +80,13 @@ def roc_auc(scores: Sequence[float], positive: Sequence[bool]) -> float | None:
 
 def round_or_none(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(float(value), digits)
+
+
+def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval for ``k`` successes of ``n`` (SciPy); ``n = 0`` gives (0, 1): nothing is known."""
+    if n == 0:
+        return 0.0, 1.0
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return (0.0 if k == 0 else float(ci.low)), (1.0 if k == n else float(ci.high))

@@ -110,17 +110,14 @@ def _check_counts(k: int, n: int) -> None:
 
 
 def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval for ``k`` successes of ``n`` (no continuity correction; Wilson 1927,
-    Newcombe 1998 method 3). ``n = 0`` gives (0, 1): nothing is known."""
+    """Wilson score interval for ``k`` successes of ``n`` at the two-sided level of ``z`` (no continuity
+    correction; :func:`workbench.metrics.wilson`, SciPy's). ``n = 0`` gives (0, 1): nothing is known."""
+    from scipy.stats import norm
+
+    from workbench import metrics
+
     _check_counts(k, n)
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    # k = 0 and k = n are exactly 0 and 1 (the formula leaves rounding residue there)
-    return (0.0 if k == 0 else max(0.0, centre - half)), (1.0 if k == n else min(1.0, centre + half))
+    return metrics.wilson(k, n, confidence=float(2 * norm.cdf(z) - 1))
 
 
 def newcombe(k1: int, n1: int, k2: int, n2: int, z: float = Z95) -> tuple[float, float]:

@@ -23,15 +23,20 @@ def test_the_section_is_deterministic_and_shows_the_files_numbers():
     assert text.startswith("## Golden-set evaluation") and meta_line(results["meta"]) in text
     test = results["parts"]["test"]
     assert f"| metric (test part, {test['cases']} cases" in text
-    assert f"| answer rate on answerable | {100 * test['answer_rate_answerable']:.1f} % |" in text
-    assert f"| false-answer rate on unanswerable | {100 * test['false_answer_rate_unanswerable']:.1f} % |" in text
+    assert f"| answer rate on answerable | {100 * test['answer_rate_answerable']:.1f} % [" in text
+    assert f"| false-answer rate on unanswerable | {100 * test['false_answer_rate_unanswerable']:.1f} % [" in text
     rec = results["tune"]["recommendation"]
     assert " ".join(rec["settings"]) in text
     assert (f"**{100 * rec['test']['answer_rate_answerable']:.1f} % / "
             f"{100 * rec['test']['false_answer_rate_unanswerable']:.1f} %** on the test part") in text
     changed = copy.deepcopy(results)
-    changed["parts"]["test"]["answer_rate_answerable"] = 0.1234
-    assert "| answer rate on answerable | 12.3 % |" in golden_report.render(changed)
+    changed["parts"]["test"].update(answer_rate_answerable=0.12, answerable=100, false_answer_rate_unanswerable=0.1,
+                                    unanswerable=50, correct_answer_rate=0.5, supported_but_wrong_rate=4 / 17)
+    shown = golden_report.render(changed)
+    assert "| answer rate on answerable | 12.0 % [7.0–19.8] (12/100) |" in shown, "a rate, its Wilson interval, its count"
+    assert "| false-answer rate on unanswerable | 10.0 % [4.3–21.4] (5/50) |" in shown
+    assert "| correct answers (of answered answerable) | 50.0 % [25.4–74.6] (6/12) |" in shown
+    assert "| supported but wrong (of all answered) | 23.5 % [9.6–47.3] (4/17) |" in shown, "over 12 + 5 answered"
     changed["parts"]["tune"]["answer_rate_answerable"] = 0.9876
     assert "answer rate on answerable | 98.8 %" not in golden_report.render(changed), "the tune part is no headline"
 
