@@ -51,7 +51,13 @@ def render(results: dict) -> str:
 
 
 def main() -> int:
-    data = measure(report=lambda line: print(line, file=sys.stderr, flush=True))
+    from workbench.training.data import TrainDataError
+
+    try:
+        data = measure(report=lambda line: print(line, file=sys.stderr, flush=True))
+    except (FileNotFoundError, TrainDataError, ValueError) as exc:
+        print(f"reproduce-models: {exc}", file=sys.stderr)
+        return 2
     print(write_results(NAME, data))
     return 0 if data["within_tolerance"] else 1
 

@@ -173,7 +173,9 @@ Learning curve (held-apart subset, fp32, during training):
 `make train-models` (= `workbench train answerability --install`) retrains from the same data with the same seed
 and settings on this kind of machine and rewrites this folder. Runs on the same machine and library versions are
 deterministic; across machines, expect the selection score within ±{p['reproduce_tolerance']:g} of the one
-above. An interrupted run resumes from `build/train/answerability/checkpoint.pt`.
+above. An interrupted run resumes from `build/train/answerability/checkpoint.pt`. `make reproduce-models` checks this
+folder without rewriting it: a fresh run of the settings above to the selected checkpoint, exported the same way and
+compared with the scores above (BENCHMARKS.md, "Reproducing the reader").
 
 ## Known limits
 

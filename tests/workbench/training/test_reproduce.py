@@ -60,3 +60,10 @@ def test_changed_training_data_is_named_and_fails_the_check(shipped, data_dir, t
     result = reproduce(fake, data, tmp_path / "again", report=lambda _: None)
     assert not result.data_matches and not result.within_tolerance
     assert result.data_differences == ("answerability_pool.tsv.gz: changed",)
+
+
+def test_no_shipped_model_is_one_line_naming_the_missing_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(train_reproduce, "WEIGHTS_DIR", tmp_path)
+    assert train_reproduce.main() == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("reproduce-models: ") and "training.json is missing" in err and "\n" not in err
