@@ -204,7 +204,8 @@ def rerank_run(queries: dict[str, str], qids: Iterable[str], cfg: PipelineConfig
             return None, rr.reason
         doc_of = {c.chunk_id: c.doc_id for c in ret.candidates}
         head = _doc_order(doc_of[s.chunk_id] for s in rr.candidates)
-        out[qid] = head + [d for d in _doc_order(c.doc_id for c in ret.candidates) if d not in set(head)]
+        reordered = set(head)
+        out[qid] = head + [d for d in _doc_order(c.doc_id for c in ret.candidates) if d not in reordered]
     return out, ""
 
 
@@ -301,9 +302,10 @@ def _rerank_lines(r: dict) -> list[str]:
     rr = r.get("rerank") or {}
     if not rr.get("paired"):
         return []
-    out = ["", f"Rerank vs no rerank, paired over the same {next(iter(rr['paired'].values()))['queries']} test "
+    first = next(iter(rr["paired"].values()))
+    out = ["", f"Rerank vs no rerank, paired over the same {first['queries']} test "
            f"claims (per-claim nDCG@10 difference; 95 % bootstrap interval of the mean, "
-           f"{next(iter(rr['paired'].values()))['resamples']:,} resamples; Wilcoxon signed-rank, two-sided, tied "
+           f"{first['resamples']:,} resamples; Wilcoxon signed-rank, two-sided, tied "
            f"claims dropped). The reader was trained to say whether a sentence answers a *question*; SciFact's "
            f"queries are claims, so this measures how it travels, not what it was trained for:", "",
            "| fused list | mean difference | 95 % interval | better / worse / tied | Wilcoxon p |",

@@ -163,10 +163,6 @@ def _pct(x) -> str:
     return "—" if x is None else f"{100 * x:.1f} %"
 
 
-def _ci(rate: float | None, n: int) -> str:
-    return rate_ci(rate, n)
-
-
 def render(r: dict) -> str:
     """The BENCHMARKS.md section, from ``benchmarks/results/squad2.json`` alone."""
     a, g = r["analysis"], r["gate_settings"]
@@ -198,13 +194,13 @@ def render(r: dict) -> str:
         b = x["best_within_5pct"]
         best = f"≥ {b[f't_{name}']:.4f}: {_pct(b['answer_rate_answerable'])} answered" if b else "none"
         lines.append(f"| {name} | {x['roc_auc']:.3f} | {x['default_threshold']:g} | "
-                     f"{_ci(x['answer_rate_answerable'], r['answerable'])} | "
-                     f"{_ci(x['false_answer_rate_unanswerable'], r['unanswerable'])} | {best} |")
+                     f"{rate_ci(x['answer_rate_answerable'], r['answerable'])} | "
+                     f"{rate_ci(x['false_answer_rate_unanswerable'], r['unanswerable'])} | {best} |")
     gate, c = a["gate"], a["fused_and_dense_best_within_5pct"]
     line = (f"The gate as shipped (`gate.signal={g['signal']}`; scale used: {', '.join(gate['scales'])}) answers "
-            f"{_ci(gate['answer_rate_answerable'], r['answerable'])} of answerable and "
-            f"{_ci(gate['false_answer_rate_unanswerable'], r['unanswerable'])} of unanswerable questions (95 % Wilson "
-            "intervals in brackets).")
+            f"{rate_ci(gate['answer_rate_answerable'], r['answerable'])} of answerable and "
+            f"{rate_ci(gate['false_answer_rate_unanswerable'], r['unanswerable'])} of unanswerable questions "
+            "(95 % Wilson intervals in brackets).")
     if c:
         line += (f" Fused AND dense at its best within 5 % false answers on these same questions (fused ≥ "
                  f"{c['t_fused']:.4f}, dense ≥ {c['t_dense']:.4f}; in-sample) answers "
@@ -212,8 +208,8 @@ def render(r: dict) -> str:
     if not r.get("search_only"):
         o = r["ood"]
         line += (f" End to end — the gate, then the reader's check before quoting — the shipped default answers "
-                 f"{_ci(o['answer_rate_answerable'], r['answerable'])} of answerable and "
-                 f"{_ci(o['false_answer_rate_unanswerable'], r['unanswerable'])} of unanswerable questions.")
+                 f"{rate_ci(o['answer_rate_answerable'], r['answerable'])} of answerable and "
+                 f"{rate_ci(o['false_answer_rate_unanswerable'], r['unanswerable'])} of unanswerable questions.")
     lines += ["", line, ""]
     if a.get("dense_at"):
         lines += ["Dense cosine gate (`gate.signal=dense`) at fixed thresholds:", "",
