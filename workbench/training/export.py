@@ -22,7 +22,7 @@ import numpy as np
 
 from pipeline.models.resolve import ONNX_FILE, WEIGHTS_DIR
 from workbench.training.data import Pair
-from workbench.training.loop import pair_metrics, selection_score
+from workbench.training.tasks import pair_metrics, selection_score
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json", "config.json")
 REPRODUCE_TOLERANCE = 0.01   # the card's promise: a re-run's selection score within this of the shipped one

@@ -27,7 +27,6 @@ import json
 import math
 import os
 import time
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,8 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.ingestion.progress import Progress
-from workbench.metrics import roc_auc
-from workbench.training.data import Pair, Split, val_subset
+from workbench.training.data import Pair
+from workbench.training.tasks import task
 
 
 @dataclass(frozen=True)
@@ -73,41 +72,10 @@ class TrainState:
     best_step: int = -1
 
 
-def pair_metrics(pairs: Sequence[Pair], probs: np.ndarray) -> dict:
-    """Pair ROC-AUC, MRR over questions with an answer, and question-level answerability AUC (best sentence)."""
-    by_q: dict[str, list[tuple[float, int]]] = defaultdict(list)
-    for pair, prob in zip(pairs, probs, strict=True):
-        by_q[pair.group].append((float(prob), pair.label))
-    reciprocal = []
-    best, answerable = [], []
-    for rows in by_q.values():
-        best.append(max(p for p, _ in rows))
-        answerable.append(any(label for _, label in rows))
-        if any(label for _, label in rows):
-            ranked = sorted(rows, key=lambda r: -r[0])
-            reciprocal.append(1.0 / (1 + next(i for i, (_, label) in enumerate(ranked) if label)))
-    return {
-        "pairs": len(pairs), "questions": len(by_q),
-        "pair_auc": roc_auc(list(map(float, probs)), [p.label == 1 for p in pairs]),
-        "mrr": float(np.mean(reciprocal)) if reciprocal else None,
-        "question_auc": roc_auc(best, answerable),
-    }
-
-
-def selection_score(point: dict) -> float:
-    parts = [point["val_pool"]["pair_auc"], point["val_squad"]["question_auc"]]
-    known = [p for p in parts if p is not None]
-    return float(np.mean(known)) if known else 0.0
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 class Trainer:
     """One training run of ``settings`` on ``split``, writing under ``out``."""
 
-    def __init__(self, settings: TrainSettings, split: Split, out: Path,
+    def __init__(self, settings: TrainSettings, split, out: Path,
                  report: Callable[[str], None] = print) -> None:
         import torch
         from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
@@ -122,17 +90,15 @@ class Trainer:
         torch.set_num_threads(max(1, settings.threads))
         torch.manual_seed(settings.seed)
         base = resolve_model(settings.base_model).path
-        config = AutoConfig.from_pretrained(str(base), num_labels=1)
+        self.task = task(settings.task)
+        labels = {} if self.task.num_labels == 1 else {
+            "id2label": dict(enumerate(self.task.labels)), "label2id": {n: i for i, n in enumerate(self.task.labels)}}
+        config = AutoConfig.from_pretrained(str(base), num_labels=self.task.num_labels, **labels)
         config.num_hidden_layers = settings.layers
         self.tokenizer = AutoTokenizer.from_pretrained(str(base))
         self.model = AutoModelForSequenceClassification.from_pretrained(str(base), config=config)
-        self.val_pool = val_subset(split.val_pool, settings.val_questions, settings.seed)
-        self.val_squad = (val_subset(split.val_squad, settings.val_squad_questions, settings.seed)
-                          if settings.val_squad_questions else list(split.val_squad))
-        from workbench.training.data import epoch_sample
-
-        self.epochs = [epoch_sample(split.train, e, settings.seed, settings.neg_per_pos)
-                       for e in range(settings.epochs)]
+        self.val = self.task.val_sets(split, settings)
+        self.epochs = [self.task.sample(split.train, e, settings) for e in range(settings.epochs)]
         per_epoch = math.ceil(len(self.epochs[0]) / settings.batch_size) if self.epochs else 0
         self.total_steps = per_epoch * settings.epochs
         if settings.max_pairs:
@@ -157,17 +123,18 @@ class Trainer:
                               max_length=self.settings.max_tokens, padding=True, return_tensors="pt")
 
     def scores(self, pairs: Sequence[Pair], batch_size: int = 128) -> np.ndarray:
-        """Answer probabilities for ``pairs`` (eval mode, no gradient)."""
+        """The task's probabilities for ``pairs`` (eval mode, no gradient): answerability (n,), NLI (n, 3)."""
         import torch
 
         self.model.eval()
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i].question) + len(pairs[i].sentence))
-        out = np.empty(len(pairs), dtype=np.float64)
+        width = self.task.num_labels
+        out = np.empty((len(pairs),) if width == 1 else (len(pairs), width), dtype=np.float64)
         with torch.no_grad():
             for start in range(0, len(order), batch_size):
                 idx = order[start:start + batch_size]
-                logits = self.model(**self.encode([pairs[i] for i in idx])).logits[:, 0].numpy()
-                out[idx] = _sigmoid(logits.astype(np.float64))
+                logits = self.model(**self.encode([pairs[i] for i in idx])).logits.numpy()
+                out[idx] = self.task.probs(logits.astype(np.float64))
         self.model.train()
         return out
 
@@ -215,9 +182,8 @@ class Trainer:
         point = {"step": self.state.step, "pairs_seen": self.state.pairs_seen,
                  "epoch": round(self.state.step / max(self.per_epoch, 1), 3),
                  "seconds": round(self.state.seconds, 1),
-                 "val_pool": pair_metrics(self.val_pool, self.scores(self.val_pool)),
-                 "val_squad": pair_metrics(self.val_squad, self.scores(self.val_squad))}
-        point["selection"] = selection_score(point)
+                 **{name: self.task.metrics(pairs, self.scores(pairs)) for name, pairs in self.val.items()}}
+        point["selection"] = self.task.selection(point)
         self.state.curve.append(point)
         if point["selection"] > self.state.best_selection:
             self.state.best_selection = point["selection"]
@@ -225,10 +191,8 @@ class Trainer:
             best = self.out / "best"
             self.model.save_pretrained(str(best))
             self.tokenizer.save_pretrained(str(best))
-        self.report(f"eval at {self.state.pairs_seen:,} pairs: pool pair AUC {fmt(point['val_pool']['pair_auc'])}, "
-                    f"MRR {fmt(point['val_pool']['mrr'])}; SQuAD question AUC "
-                    f"{fmt(point['val_squad']['question_auc'])}; selection {point['selection']:.4f}"
-                    f"{' (best)' if self.state.best_step == self.state.step else ''}")
+        self.report(f"eval at {self.state.pairs_seen:,} pairs: {self.task.summary(point)}; selection "
+                    f"{point['selection']:.4f}{' (best)' if self.state.best_step == self.state.step else ''}")
         return point
 
     # -- the loop -----------------------------------------------------------------------------------------------
@@ -241,7 +205,6 @@ class Trainer:
             self.evaluate()  # the curve starts at 0 pairs: the untrained head
             self.save_checkpoint()
         self.model.train()
-        loss_fn = torch.nn.BCEWithLogitsLoss()
         started = time.monotonic() - self.state.seconds
         resumed_at, resumed_pairs = time.monotonic(), self.state.pairs_seen
         next_eval = (self.state.pairs_seen // self.settings.eval_every + 1) * self.settings.eval_every
@@ -250,9 +213,7 @@ class Trainer:
         stop = self.settings.stop_after_pairs
         while self.state.step < self.total_steps and not (stop and self.state.pairs_seen >= stop):
             pairs = self.batch(self.state.step)
-            labels = torch.tensor([float(p.label) for p in pairs])
-            logits = self.model(**self.encode(pairs)).logits[:, 0]
-            loss = loss_fn(logits, labels)
+            loss = self.task.loss(self.model(**self.encode(pairs)).logits, pairs)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
             self.optimizer.step()
