@@ -62,9 +62,16 @@ bench-reader: install ## the answer path with and without the reader, p50/p95 at
 	$(BIN)/python -m benchmarks.report
 
 .PHONY: train-models
-train-models: install ## train the answerability reader from ../shared/traindata (long: BENCHMARKS.md "Reader training" says how long), install it, re-render its section
+train-models: install ## train the answerability reader and the NLI check from ../shared/traindata (long: BENCHMARKS.md "Reader training" and "NLI citation check training" say how long), install both, re-render their sections
 	$(BIN)/workbench train answerability --install
 	$(BIN)/python -m benchmarks.train_answerability
+	$(BIN)/workbench train nli --install
+	$(BIN)/python -m benchmarks.train_nli
+	$(BIN)/python -m benchmarks.report
+
+.PHONY: bench-perturb
+bench-perturb: install ## the citation check on perturbed claims from the demo corpus: embedding vs NLI vs both -> BENCHMARKS.md
+	$(BIN)/python -m benchmarks.nli_perturb
 	$(BIN)/python -m benchmarks.report
 
 .PHONY: reproduce-models

@@ -36,6 +36,8 @@ SECTIONS = (
     Section("train_answerability", "train_answerability", "Reader training (answerability cross-encoder)",
             "make train-models"),
     Section("train_reproduce", "train_reproduce", "Reproducing the reader", "make reproduce-models"),
+    Section("train_nli", "train_nli", "NLI citation check training", "make train-models"),
+    Section("nli_perturb", "nli_perturb", "Citation check: perturbed claims", "make bench-perturb"),
     Section("scifact", "scifact", "Retrieval quality: BEIR SciFact", "make bench-quality"),
     Section("golden_retrieval", "golden_retrieval", "Retrieval hit@k on the demo golden set",
             "make bench-golden-retrieval"),

@@ -384,8 +384,14 @@ class ValidateConfig:
              "threshold AND beats every source it cites by at least this cosine margin; 0 switches the check off.",
         lo=0.0, hi=2.0)
     nli_model: str = _tunable(
-        "cross-encoder/nli-deberta-v3-small", "Entailment cross-encoder for the evaluation's NLI citation-support "
-        "check (workbench eval); reported as unavailable when it does not resolve. Not used when answering.")
+        "workbench/nli-check", "Entailment classifier that reads each cited claim against its cited passage (the "
+        "NLI model trained here, int8 ONNX in pipeline/models/weights/nli; a hub MNLI cross-encoder also works). "
+        "When it does not resolve the validator records the degradation and judges by the embedding check alone.")
+    nli: Literal["entailment", "contradiction", "off"] = _tunable(
+        "entailment", "How the NLI verdict decides support, after the embedding pre-filter and the key-fact check: "
+                      "entailment = supported only when a cited passage entails the claim (neutral and "
+                      "contradicted claims are unsupported); contradiction = only a contradicted claim loses its "
+                      "support; off = the embedding check alone (the model is not loaded).")
 
 
 @dataclass(frozen=True)

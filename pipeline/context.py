@@ -29,6 +29,10 @@ class StageContext:
         """The query/claim encoder: the one the store's vectors were made with (lazy, cached per process)."""
         return self.models.embedder(self.embedding)
 
+    def nli(self, name: str) -> Any:
+        """The NLI classifier ``name`` (lazy, cached per process); raises ModelUnavailable when it does not resolve."""
+        return self.models.nli(name)
+
     def passages(self) -> Any:
         """``Store.passage_vectors`` when a store is attached (the validator's stored sentence windows)."""
         return self.store.passage_vectors if self.store is not None else None

@@ -1,4 +1,4 @@
-"""Deterministic fakes for tests and notebooks: FakeLLM, FakeEmbedder, FakeReranker.
+"""Deterministic fakes for tests and notebooks: FakeLLM, FakeEmbedder, FakeReranker, FakeNLI.
 
 They are real enough to exercise behaviour, not stubs that return constants:
 
@@ -6,6 +6,8 @@ They are real enough to exercise behaviour, not stubs that return constants:
   texts that share terms have a high cosine and unrelated texts a low one. It counts ``encode`` calls, which
   is how tests prove the citation validator makes one batched call per answer.
 - ``FakeReranker`` scores a passage by the fraction of query terms it contains, as a logit in [-4, 4].
+- ``FakeNLI`` reads by words: a hypothesis with a number or a negation its premise lacks (or lacking one the
+  premise has) is a contradiction, one whose every content word is in the premise an entailment, else neutral.
 - ``FakeLLM`` replays a queue of scripted replies (strings, ``LLMReply`` objects, or exceptions to raise as
   provider failures) and records every request it received, so a test can assert on the exact prompt.
 """
@@ -76,6 +78,37 @@ class FakeReranker:
         return np.asarray(out, dtype=np.float32)
 
 
+class FakeNLI:
+    """An NLI classifier by word sets (see the module docstring); counts calls and pairs."""
+
+    labels = ("entailment", "neutral", "contradiction")
+    _NEGATIONS = frozenset({"not", "no", "never", "cannot", "without"})
+
+    def __init__(self, name: str = "fake-word-nli") -> None:
+        self.name = name
+        self.calls = 0
+        self.pairs = 0
+
+    def _label(self, premise: str, hypothesis: str) -> int:
+        import re
+
+        p, h = set(tokenize(premise)), set(tokenize(hypothesis))
+        p_words = set(re.findall(r"[a-z]+", premise.lower()))
+        h_words = set(re.findall(r"[a-z]+", hypothesis.lower()))
+        numbers = {t for t in h if any(ch.isdigit() for ch in t)}
+        if numbers - p or bool(p_words & self._NEGATIONS) != bool(h_words & self._NEGATIONS):
+            return 2
+        return 0 if h <= p else 1
+
+    def predict(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        self.calls += 1
+        self.pairs += len(pairs)
+        out = np.full((len(pairs), 3), 0.05, dtype=np.float32)
+        for row, (premise, hypothesis) in enumerate(pairs):
+            out[row, self._label(premise, hypothesis)] = 0.9
+        return out
+
+
 class FakeLLM:
     """Replays scripted replies in order; records every request.
 
@@ -118,9 +151,9 @@ class FakeLLM:
 
 
 def fake_models(llm: FakeLLM | None = None, rewrite_llm: FakeLLM | None = None, *, reranker: bool = True,
-                embedder: FakeEmbedder | None = None) -> Models:
+                embedder: FakeEmbedder | None = None, nli: FakeNLI | None = None) -> Models:
     """Models wired to the fakes; ``reranker=False`` simulates an unresolvable cross-encoder."""
     return Models(embedder=embedder or FakeEmbedder(), reranker=FakeReranker() if reranker else None,
-                  llm=llm, rewrite_llm=rewrite_llm,
+                  llm=llm, rewrite_llm=rewrite_llm, nli=nli or FakeNLI(),
                   reranker_unavailable=None if reranker else
                   "cross-encoder not available offline (simulated by pipeline.testing.fake_models)")

@@ -351,6 +351,14 @@ class ClaimCheck:
     closer_source: int | None = None
     closer_similarity: float | None = None     # its cosine; None when only the word test found it
     closer_passage: str = ""
+    # the NLI check (pipeline.validation.entailment): the verdict the embedding check and key facts gave before it,
+    # the NLI label of the claim against its best cited passage, its (entailment, neutral, contradiction)
+    # probabilities, and which cited source and passage that was; "" / None when the check did not run
+    embedding_verdict: str = ""
+    nli_label: str = ""
+    nli_probs: tuple[float, ...] | None = None
+    nli_marker: int | None = None
+    nli_passage: str = ""
 
 
 @dataclass(frozen=True)
@@ -371,6 +379,13 @@ class ValidationTrace:
     encoder_calls: int = 0
     latency_ms: float = 0.0
     non_claims: tuple[str, ...] = ()           # headings, lead-ins, questions: not checked, listed for review
+    # the NLI check: "ran", "off" (validate.nli=off), "unavailable" (the model does not resolve: a recorded
+    # degradation, verdicts from the embedding check alone) or "failed" (the model raised); the model and the reason
+    nli_status: str = "off"
+    nli_model: str = ""
+    nli_reason: str = ""
+    nli_pairs: int = 0
+    nli_ms: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -312,20 +312,28 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     from workbench.training.data import TrainDataError, default_data_dir
     from workbench.training.export import source_commit
-    from workbench.training.loop import TrainSettings
-    from workbench.training.run import default_out, export_answerability, train_answerability
+    from workbench.training.run import (
+        default_out,
+        default_settings,
+        export_answerability,
+        export_nli,
+        train_answerability,
+        train_nli,
+    )
 
     data = Path(args.data) if args.data else default_data_dir()
     out = Path(args.out) if args.out else default_out(args.task)
     overrides = {k: v for k, v in (("layers", args.layers), ("max_tokens", args.max_tokens),
                                    ("epochs", args.epochs), ("max_pairs", args.max_pairs)) if v is not None}
-    settings = dataclasses.replace(TrainSettings(task=args.task), **overrides)
+    settings = dataclasses.replace(default_settings(args.task), **overrides)
     say = lambda line: print(line, file=sys.stderr, flush=True)
     try:
+        train, export = ((train_nli, export_nli) if args.task == "nli" else
+                         (train_answerability, export_answerability))
         if not args.export_only:
-            train_answerability(data, out, settings, resume=not args.fresh, report=say)
-        folder = export_answerability(out, data, source_commit(), install_to_weights=args.install, report=say)
-    except (TrainDataError, ValueError) as exc:
+            train(data, out, settings, resume=not args.fresh, report=say)
+        folder = export(out, data, source_commit(), install_to_weights=args.install, report=say)
+    except (TrainDataError, ValueError, FileNotFoundError) as exc:
         raise CliError(str(exc)) from None
     print(folder)
     return 0
@@ -510,14 +518,15 @@ def build_parser() -> argparse.ArgumentParser:
                        "on stderr, resumable checkpoints and a learning curve under build/train/TASK/; then export "
                        "the selected checkpoint as int8 ONNX with its model card. --install puts it in "
                        "pipeline/models/weights/TASK/, where the pipeline loads it (make train-models).")
-    p.add_argument("task", choices=["answerability"], help="which model")
+    p.add_argument("task", choices=["answerability", "nli"],
+                   help="which model: the answerability reader, or the NLI citation check")
     p.add_argument("--data", help="the training data folder (default ../shared/traindata)")
     p.add_argument("--out", help="checkpoints and export (default build/train/TASK)")
     p.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint and start again")
     p.add_argument("--export-only", action="store_true", help="export the finished run in --out without training")
     p.add_argument("--install", action="store_true", help="copy the export to pipeline/models/weights/TASK")
     p.add_argument("--layers", type=int, help="encoder layers kept from the base model (default 6)")
-    p.add_argument("--max-tokens", type=int, help="tokens per (question, sentence) pair (default 64)")
+    p.add_argument("--max-tokens", type=int, help="tokens per pair (default 64; nli 128)")
     p.add_argument("--epochs", type=int, help="epochs (default 2)")
     p.add_argument("--max-pairs", type=int, help="stop after this many pairs (a smoke run or a time budget)")
     p.set_defaults(func=cmd_train)

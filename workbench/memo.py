@@ -149,3 +149,9 @@ class TextRecorder:
     def embedder(self, cfg) -> TextRecorder:
         """So that it stands in for the models of a :class:`~pipeline.context.StageContext`."""
         return self
+
+    def nli(self, name: str):
+        """A dry run reads nothing: the validator's NLI check is skipped (its result is thrown away)."""
+        from pipeline.models.resolve import ModelUnavailable
+
+        raise ModelUnavailable("a dry run of the validator (texts recorded, nothing read)")

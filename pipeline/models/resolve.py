@@ -48,6 +48,7 @@ WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 # Models trained here and committed as int8 ONNX (workbench/training): name -> folder under WEIGHTS_DIR.
 PROJECT_MODELS: dict[str, str] = {
     "workbench/answerability-reader": "answerability",
+    "workbench/nli-check": "nli",
 }
 ONNX_FILE = "model.int8.onnx"
 

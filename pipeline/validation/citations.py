@@ -36,6 +36,10 @@ Algorithm, after the answer exists (:func:`run`):
    number that was never offered is **fabricated**: listed on the claim and in the summary, never removed —
    the sentence may still be right, and hiding the marker would hide the model's failure. A claim whose
    only markers are fabricated has nothing to be checked against, so it is ``unsupported``.
+   **NLI** (:mod:`pipeline.validation.entailment`, ``validate.nli``): then every cited claim is read against its
+   closest cited sentence window by the NLI model; by default a supported claim stays supported only when a cited
+   passage entails it (a contradicted or neutral claim is unsupported whatever its cosine). Label, probabilities
+   and the verdict before the model are on the claim; a missing model is a recorded degradation (``nli_status``).
    **Misattributed** (``validate.misattribution_margin``, a flag beside the verdict, not a verdict): a cited
    claim is also compared with every offered source it does not cite, where that costs no encoding (the
    source's vectors are stored, or another claim cites it; the others are listed in ``not_compared``). When
@@ -78,6 +82,7 @@ from pipeline.context import StageContext
 from pipeline.text.sentences import MARKER, code_spans, inside
 from pipeline.text.tokenize import STOP_WORDS, tokenize
 from pipeline.trace import Candidate, CitationScore, ClaimCheck, GenerationTrace, ValidationTrace
+from pipeline.validation import entailment
 from pipeline.validation.claims import Sentence, marker_numbers, split_claims
 
 __all__ = ["run", "split_claims", "chunk_passages", "passage_key", "marker_verdicts", "claim_marker_verdicts",
@@ -115,6 +120,9 @@ def run(generation: GenerationTrace, candidates: tuple[Candidate, ...], cfg: Val
     sims, calls, failure, not_compared = _similarities(pairs, claims, by_id, embedder, cfg, passages, others)
     checks = tuple(_closer(_check_claim(i, c, offered, sims, cfg.claim_threshold, by_id), i, offered, sims, cfg,
                            by_id) for i, c in enumerate(claims))
+    nli = entailment.check(checks, offered, by_id, cfg, ctx) if not failure else entailment.NLIOutcome(
+        checks, "off", cfg.nli_model, "the embedding check failed: nothing to read against")
+    checks = nli.claims
     all_markers = sorted({n for s in sentences for n in s.markers})
     cited = tuple(n for n in all_markers if n in offered)
     superseded = {c.chunk_id for c in candidates if c.superseded_by}
@@ -134,6 +142,7 @@ def run(generation: GenerationTrace, candidates: tuple[Candidate, ...], cfg: Val
         not_compared=tuple(n for n in sorted(offered) if offered[n] in not_compared),
         encoder_calls=calls,
         non_claims=tuple(f"{s.why_not}: {s.text}" for s in sentences if not s.is_claim) + copied,
+        nli_status=nli.status, nli_model=nli.model, nli_reason=nli.reason, nli_pairs=nli.pairs, nli_ms=nli.ms,
     )
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from pipeline.config import PipelineConfig
 from pipeline.generation.prompts import ABSTENTION_MESSAGE
+from pipeline.models.registry import Models
 from pipeline.testing import FakeEmbedder, fake_models
 from pipeline.trace import Candidate, GateTrace, Trace
 from workbench import evaluate
@@ -116,9 +117,19 @@ def test_multi_turn_cases_are_asked_with_their_history(evaluation):
     assert all(t.rewrite.status == "skipped" for t in single)
 
 
-def test_the_nli_check_is_reported_unavailable_offline_never_as_a_number(evaluation):
+def test_the_nli_block_reads_the_validators_own_verdicts(evaluation):
     nli = evaluation.summary["nli"]
-    assert nli["status"] == "unavailable" and "nli-deberta-v3-small" in nli["reason"]
+    labels = [c.nli_label for t in evaluation.traces for c in t.validation.claims if c.nli_label]
+    assert nli["status"] == "ran" and nli["source"] == "validator" and nli["claims"] == len(labels) > 0
+    assert nli["support_rate"] == pytest.approx(labels.count("entailment") / len(labels), abs=1e-4)
+
+
+def test_the_nli_check_is_reported_unavailable_never_as_a_number(evaluation, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    unread = [dataclasses.replace(t, validation=dataclasses.replace(t.validation, nli_status="unavailable"))
+              for t in evaluation.traces]
+    nli = nli_support(unread, Models(embedder=FakeEmbedder()), "no-such-org/no-such-nli")
+    assert nli["status"] == "unavailable" and "no-such-org/no-such-nli" in nli["reason"]
     assert nli["support_rate"] is None and nli["agreement"] is None
 
 
@@ -289,4 +300,5 @@ def test_every_answered_row_carries_a_correctness_verdict(evaluation):
     answered = [r for r in data["rows"] if not r["abstained"] and r["answerable"]]
     assert answered and {"verdict", "token_recall", "token_f1", "semantic", "nli"} <= set(answered[0]["correctness"])
     assert answered[0]["correctness"]["semantic"] is not None, "the evaluation's embedder gives a semantic match"
-    assert evaluation.summary["correctness"]["nli"] == "unavailable", "offline: no NLI model resolves"
+    assert evaluation.summary["correctness"]["nli"] == "ran", "the fake models carry an NLI classifier"
+    assert answered[0]["correctness"]["nli"] in ("entailment", "neutral", "contradiction")

@@ -32,13 +32,6 @@ def test_wilson_matches_published_intervals(k, n, low, high):
     assert [round(x, 4) for x in wk.wilson(k, n)] == [low, high]
 
 
-@pytest.mark.parametrize("counts, low, high", [   # Newcombe (1998), Stat Med 17:873, Table II, method 10
-    ((56, 70, 48, 80), 0.0524, 0.3339), ((9, 10, 3, 10), 0.1705, 0.8090), ((5, 56, 0, 29), -0.0381, 0.1926),
-    ((0, 10, 0, 20), -0.1611, 0.2775), ((0, 10, 0, 10), -0.2775, 0.2775), ((10, 10, 0, 20), 0.6791, 1.0)])
-def test_newcombe_matches_published_intervals(counts, low, high):
-    assert [round(x, 4) for x in wk.newcombe(*counts)] == [low, high]
-
-
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 5000).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
 def test_wilson_holds_the_observed_rate_and_narrows_with_more_data(kn):
@@ -49,15 +42,32 @@ def test_wilson_holds_the_observed_rate_and_narrows_with_more_data(kn):
     assert high2 - low2 < high - low, "the same rate on twice the data is known more precisely"
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.integers(1, 500).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
-       st.integers(1, 500).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
-def test_newcombe_holds_the_observed_difference_and_is_antisymmetric(a, b):
-    low, high = wk.newcombe(*a, *b)
-    d = a[0] / a[1] - b[0] / b[1]
-    assert -1.0 <= low <= d + 1e-12 and d - 1e-12 <= high <= 1.0
-    back = wk.newcombe(*b, *a)
-    assert back[0] == pytest.approx(-high) and back[1] == pytest.approx(-low)
+def _judged(arm: str, case: str, marker: int, wrong: bool, flagged: bool) -> wk.Judgement:
+    citation = wk.Citation(case_id=case, question="q", claim=f"claim {marker}", marker=marker, chunk_id="c")
+    check = wk.SupportCheck(supports=not wrong, reasons=("not_similar",) if wrong else ())
+    return wk.Judgement(arm, citation, check, None, "", flagged)
+
+
+def test_the_verifier_difference_is_paired_citation_by_citation():
+    off = [_judged("off", f"case{i}", 1, wrong=i < 6, flagged=False) for i in range(20)]
+    on = [_judged("on", f"case{i}", 1, wrong=i < 6, flagged=i < 4) for i in range(20)]
+    diff = wk.difference(off, on)
+    assert diff["points"] == pytest.approx(20.0) and diff["paired_citations"] == 20
+    assert (diff["off_only"], diff["on_only"], diff["unpaired_citations"]) == (4, 0, 0)
+    assert diff["mcnemar_p"] == pytest.approx(0.125), "exact two-sided binomial on 4 discordant citations"
+    low, high = diff["ci95_points"]
+    assert 0 <= low < 20 < high <= 100
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans()), min_size=1, max_size=40))
+def test_the_paired_difference_holds_the_observed_one_and_flips_sign(rows):
+    off = [_judged("off", f"c{i}", 1, wrong=w, flagged=f1) for i, (w, f1, _) in enumerate(rows)]
+    on = [_judged("on", f"c{i}", 1, wrong=w, flagged=f2) for i, (w, _, f2) in enumerate(rows)]
+    diff, back = wk.difference(off, on), wk.difference(on, off)
+    low, high = diff["ci95_points"]
+    assert low - 1e-9 <= diff["points"] <= high + 1e-9
+    assert back["points"] == pytest.approx(-diff["points"]) and back["mcnemar_p"] == pytest.approx(diff["mcnemar_p"])
 
 
 @pytest.mark.parametrize("k, n", [(-1, 5), (6, 5), (0, -1), (1.5, 3), (True, 3)])
@@ -133,9 +143,8 @@ def test_every_citation_is_judged_and_the_verifier_difference_is_one_number(demo
     assert on["wrong"]["k"] == 2 and on["flagged_wrong"] == 2 and on["wrong_unflagged"]["k"] == 0
     assert on["flagged_right"] == 0, "the quoted sentence [1] is right and not flagged"
     assert report["difference"]["points"] == pytest.approx(66.67)
-    low, high = report["difference"]["ci95_points"]
-    assert [low, high] == [round(100 * x, 2) for x in wk.newcombe(2, 3, 0, 3)]
-    assert low < 0 < 66.67 < high, "three citations are too few to rule out no difference"
+    assert (report["difference"]["off_only"], report["difference"]["on_only"]) == (2, 0)
+    assert report["difference"]["mcnemar_p"] == pytest.approx(0.5), "two discordant citations rule out nothing"
     assert report["judge"]["method"] == "embedding" and report["judge"]["nli"] == "off"
     by_marker = {j.citation.marker: j for j in result.judgements["off"]}
     assert by_marker[1].check.supports and by_marker[1].check.similarity == pytest.approx(1.0)

@@ -145,7 +145,13 @@ def render_citations(trace: Trace, key: str) -> None:
     st.html(f"<div class='wb-legend' style='font-size:0.85em'>{render.legend_html()}</div>")
     if val.status == "failed":
         st.error(md(f"Citation validation failed: {val.reason}. Every cited claim counts as unsupported."))
+    if val.nli_status in ("unavailable", "failed"):
+        st.caption(md(f"The NLI check {val.nli_status}: support was judged by similarity and key facts alone."))
     for c in val.claims:
+        if c.nli_label in ("contradiction", "neutral") and c.embedding_verdict == "supported":
+            said = "contradicts" if c.nli_label == "contradiction" else "does not state"
+            st.warning(md(f"“{c.text}”: the cited passage [{c.nli_marker}] {said} it (NLI {c.nli_label}, "
+                          f"probability {max(c.nli_probs or (0.0,)):.2f}), although it is close by similarity."))
         if c.closer_source is not None:
             how = (f"similarity {c.closer_similarity:.3f} against {c.best_similarity:.3f}"
                    if c.closer_similarity is not None else "nearly word for word")

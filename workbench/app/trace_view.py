@@ -343,20 +343,52 @@ def _validation(trace: Trace, key: str) -> None:
          ("misattributed claims", val.misattributed), ("not compared for misattribution", val.not_compared),
          ("fabricated markers", val.fabricated_markers), ("cited sources", val.cited_sources),
          ("uncited sources (dimmed)", val.uncited_sources), ("superseded sources (amber)", val.superseded_sources),
-         ("encoder calls", val.encoder_calls), ("latency ms", val.latency_ms), ("reason", val.reason)], f"{key}.kv")
+         ("encoder calls", val.encoder_calls), ("latency ms", val.latency_ms), ("reason", val.reason),
+         ("NLI check", f"{val.nli_status} ({val.nli_model})" if val.nli_model else val.nli_status),
+         ("NLI pairs read / ms", f"{val.nli_pairs} / {val.nli_ms:.1f}"), ("NLI note", val.nli_reason)], f"{key}.kv")
+    if val.nli_status in ("unavailable", "failed"):
+        st.warning(md(f"degradation: the NLI check {val.nli_status}: {val.nli_reason}"))
     if val.claims:
-        st.dataframe(pd.DataFrame([{
-            "claim": c.text, "verdict": c.verdict, "markers": ", ".join(f"[{m}]" for m in c.markers),
-            "best similarity": c.best_similarity,
+        _claims_table(nli_rows(val), f"{key}.claims")
+    if val.non_claims:
+        st.markdown("**Not checked** (headings, lead-ins, questions)")
+        st.text("\n".join(val.non_claims))
+
+
+NLI_COLOURS = {"entailment": render.EMERALD, "neutral": render.AMBER, "contradiction": render.ROSE, "": "#94a3b8"}
+
+
+def nli_rows(val) -> list[dict]:
+    """One row per claim: the verdict, the embedding check's verdict before the model, the NLI label and its
+    (entailment, neutral, contradiction) probabilities, the passage it read, then the cosine details."""
+    rows = []
+    for c in val.claims:
+        probs = c.nli_probs or (None, None, None)
+        rows.append({
+            "claim": c.text, "verdict": c.verdict, "before NLI": c.embedding_verdict or c.verdict,
+            "NLI": c.nli_label, "P(entails)": probs[0], "P(neutral)": probs[1], "P(contradicts)": probs[2],
+            "NLI read": (f"[{c.nli_marker}] {c.nli_passage}" if c.nli_marker is not None else ""),
+            "markers": ", ".join(f"[{m}]" for m in c.markers), "best similarity": c.best_similarity,
             "similarities": "; ".join(f"[{s.marker}] {fmt(s.similarity, 3)}" for s in c.similarities),
             "fabricated": ", ".join(f"[{m}]" for m in c.fabricated_markers),
             "closer source": (f"[{c.closer_source}] {fmt(c.closer_similarity, 3)}: {c.closer_passage}"
                               if c.closer_source is not None else ""),
-            "span": f"{c.span[0]}–{c.span[1]}"}
-            for c in val.claims]), hide_index=True, key=f"{key}.claims")
-    if val.non_claims:
-        st.markdown("**Not checked** (headings, lead-ins, questions)")
-        st.text("\n".join(val.non_claims))
+            "span": f"{c.span[0]}–{c.span[1]}"})
+    return rows
+
+
+def _claims_table(rows: list[dict], key: str) -> None:
+    """The claims with the NLI label cell coloured by label and the verdict cell by verdict."""
+    table = pd.DataFrame(rows)
+    verdict_colour = {"supported": render.EMERALD, "unsupported": render.ROSE, "uncited": "#94a3b8"}
+    styled = (table.style
+              .apply(lambda col: [f"background-color: {NLI_COLOURS.get(v, '#94a3b8')}33" for v in table["NLI"]],
+                     subset=["NLI", "P(entails)", "P(neutral)", "P(contradicts)"])
+              .apply(lambda col: [f"background-color: {verdict_colour.get(v, '#94a3b8')}33"
+                                  for v in table["verdict"]], subset=["verdict"]))
+    st.dataframe(styled, hide_index=True, key=key, width="stretch", column_config={
+        name: st.column_config.NumberColumn(format="%.2f") for name in ("P(entails)", "P(neutral)",
+                                                                        "P(contradicts)")})
 
 
 def _trust(trace: Trace, key: str) -> None:

@@ -166,9 +166,23 @@ def _marker_cell(claim: ClaimCheck) -> str:
     return "<br>".join(parts) or "–"
 
 
+NLI_STYLE = {"entailment": (EMERALD, EMERALD_BG), "neutral": (AMBER, AMBER_BG), "contradiction": (ROSE, ROSE_BG)}
+
+
+def nli_cell(claim: ClaimCheck) -> str:
+    """The claim's NLI label as a coloured chip with its three probabilities; "–" when the check did not run."""
+    if not claim.nli_label:
+        return "–"
+    fg, bg = NLI_STYLE.get(claim.nli_label, (SLATE, SLATE_BG))
+    probs = " / ".join(f"{p:.2f}" for p in claim.nli_probs or ())
+    return (f'<span style="color:{fg};background:{bg};border-radius:0.6em;padding:0 0.45em;font-weight:600">'
+            f"{esc(claim.nli_label)}</span> {esc(probs)}")
+
+
 def validation_section(trace: Trace) -> str:
     val = trace.validation
-    rows = [(verdict_chip(c.verdict), esc(c.text), _marker_cell(c), num(c.best_similarity)) for c in val.claims]
+    rows = [(verdict_chip(c.verdict), esc(c.text), _marker_cell(c), num(c.best_similarity), nli_cell(c))
+            for c in val.claims]
     fabricated = (f'<div class="wb-fabricated" style="color:{ROSE};font-weight:600">fabricated markers '
                   f"(sources never offered): {esc(', '.join(f'[{n}]' for n in val.fabricated_markers))}</div>"
                   if val.fabricated_markers else "")
@@ -179,7 +193,10 @@ def validation_section(trace: Trace) -> str:
                      ("misattributed", "; ".join(f"{c.text} → closer to [{c.closer_source}] "
                                                  f"({num(c.closer_similarity)})"
                                                  for c in val.claims if c.closer_source is not None))])
-    claims = table(("verdict", "claim", "cited → similarity", "best"), rows) if rows else ""
+    note = f": {val.nli_reason}" if val.nli_reason else ""
+    counts += fields([("NLI check", f"{val.nli_status} ({val.nli_model}){note}" if val.status == "ran" else "")])
+    claims = table(("verdict", "claim", "cited → similarity", "best", "NLI (entails / neutral / contradicts)"),
+                   rows) if rows else ""
     return section("validate", val.status, fabricated + counts + claims)
 
 

@@ -76,6 +76,31 @@ def train_nli(data_dir: Path, out: Path, settings: TrainSettings, resume: bool =
                                               "wall_seconds_this_invocation": round(time.monotonic() - started, 1)})
 
 
+def export_nli(out: Path, data_dir: Path, commit: str, install_to_weights: bool = False,
+               report: Callable[[str], None] = print) -> Path:
+    """Export ``out/best`` of an NLI run to int8 ONNX, validate it on the held-apart sets through the validator's
+    classifier, write provenance and card; with ``install_to_weights`` copy it to ``pipeline/models/weights/nli``."""
+    import json
+
+    from workbench.training.export import export, install, validate_int8_nli, write_provenance
+    from workbench.training.nli_data import load_nli_split
+    from workbench.training.tasks import task
+
+    result_path = out / "train_result.json"
+    if not result_path.exists() or not (out / "best").is_dir():
+        raise FileNotFoundError(f"{out} holds no finished training run (train_result.json and best/): train first")
+    result = json.loads(result_path.read_text(encoding="utf-8"))
+    settings = TrainSettings(**result["settings"])
+    folder = out / "export"
+    report(f"exporting {out / 'best'} to int8 ONNX in {folder}")
+    export(out / "best", folder)
+    split = load_nli_split(data_dir, seed=settings.seed)
+    int8 = validate_int8_nli(folder, task("nli").val_sets(split, settings), settings.max_tokens)
+    report(f"int8 validation: {task('nli').summary(int8)}; selection {int8['selection']:.4f}")
+    write_provenance(folder, result, int8, commit)
+    return install(folder, settings.task, report) if install_to_weights else folder
+
+
 def export_answerability(out: Path, data_dir: Path, commit: str, install_to_weights: bool = False,
                          report: Callable[[str], None] = print) -> Path:
     """Export ``out/best`` to int8 ONNX in ``out/export``, validate it on the held-apart pairs, write its

@@ -78,19 +78,22 @@ def selection_score(point: dict) -> float:
 
 
 def nli_metrics(pairs: Sequence[Pair], probs: np.ndarray) -> dict:
-    """3-way accuracy, macro-F1, per-label recall, and the entailed-vs-not AUC of P(entailment)."""
+    """3-way accuracy, macro-F1, supported-vs-not accuracy (entailment predicted vs entailment gold), per-label
+    recall, and the entailed-vs-not AUC of P(entailment)."""
     from sklearn.metrics import accuracy_score, f1_score, recall_score
 
     from workbench.training.nli_data import LABELS
 
     if not len(pairs):
-        return {"pairs": 0, "accuracy": None, "macro_f1": None, "entail_auc": None, "recall": {}}
+        return {"pairs": 0, "accuracy": None, "macro_f1": None, "supported_accuracy": None, "entail_auc": None,
+                "recall": {}}
     gold = np.array([p.label for p in pairs])
     pred = np.asarray(probs).argmax(axis=1)
     present = sorted(set(gold.tolist()))
     recall = recall_score(gold, pred, labels=present, average=None, zero_division=0)
     return {"pairs": len(pairs), "accuracy": float(accuracy_score(gold, pred)),
             "macro_f1": float(f1_score(gold, pred, labels=present, average="macro", zero_division=0)),
+            "supported_accuracy": float(accuracy_score(gold == 0, pred == 0)),
             "entail_auc": roc_auc(list(map(float, probs[:, 0])), (gold == 0).tolist()),
             "recall": {LABELS[label]: float(r) for label, r in zip(present, recall, strict=True)}}
 

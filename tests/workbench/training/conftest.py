@@ -1,5 +1,5 @@
-"""The toy training data and settings the training tests share: 40 pool questions and ten one-paragraph SQuAD
-articles, trained with one layer in seconds."""
+"""The toy training data and settings the training tests share: 40 pool questions, ten one-paragraph SQuAD
+articles and a 200-pair NLI pool, trained with one layer in seconds."""
 
 import gzip
 import json
@@ -33,4 +33,15 @@ def data_dir(tmp_path_factory):
                 for i in range(10)]
     (home / "squad2_train_subset").mkdir()
     (home / "squad2_train_subset" / "train-v2.0.first10articles.json").write_text(json.dumps({"data": articles}))
+    rows = ["source\tpremise\thypothesis\tlabel"]
+    for i in range(40):
+        premise = f"The job {i} is retried {i % 7 + 2} times before it fails ."
+        rows += [f"snli_dev\t{premise}\tThe job {i} is retried .\tentailment",
+                 f"snli_dev\t{premise}\tThe job {i} writes a log .\tneutral",
+                 f"snli_dev\t{premise}\tThe job {i} is never retried .\tcontradiction",
+                 f"climate_fever\tSea level rose {i} cm last century .\tClaim {i} about the sea .\t"
+                 f"{('entailment', 'neutral', 'contradiction')[i % 3]}",
+                 f"sick\tA man plays {i} guitars .\tA man plays .\tentailment"]
+    with gzip.open(home / "nli_pool.tsv.gz", "wt", encoding="utf-8") as fh:
+        fh.write("\n".join(rows) + "\n")
     return home

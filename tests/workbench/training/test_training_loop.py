@@ -75,3 +75,33 @@ def test_the_export_is_int8_onnx_with_a_model_card_and_loads_offline(data_dir, t
     reader = OnnxReranker("toy", folder, folder / "model.int8.onnx", max_tokens=32)
     logits = reader.score("how many retries for job 3 ?", ["job 3 is retried 5 times .", "the weather was mild ."])
     assert logits.shape == (2,) and np.all(np.isfinite(logits))
+
+
+def test_nli_trains_exports_and_loads_in_the_validators_classifier(data_dir, toy_settings, tmp_path):
+    import dataclasses
+
+    from pipeline.models.encoders import NLIClassifier
+    from workbench.training.run import export_nli, train_nli
+
+    settings = dataclasses.replace(toy_settings, task="nli", use_squad=False, epochs=1, eval_every=40)
+    out = tmp_path / "nli"
+    result = json.loads(train_nli(data_dir, out, settings, report=lambda _: None).read_text())
+    assert result["counts"]["left_out"] == {"sick": 40}
+    assert {"val_claims", "val_general", "val_perturb"} <= set(result["state"]["curve"][-1])
+    folder = export_nli(out, data_dir, "abc1234", report=lambda _: None)
+    card = (folder / "MODEL_CARD.md").read_text()
+    assert "NLI citation check" in card and "sick (40 pairs)" in card and "Known limits" in card
+    model = NLIClassifier(str(folder))
+    assert model.labels == ("entailment", "neutral", "contradiction")
+    probs = model.predict([("The job 3 is retried 5 times .", "The job 3 is retried .")])
+    assert probs.shape == (1, 3) and abs(float(probs.sum()) - 1.0) < 1e-4
+
+
+def test_export_without_a_finished_run_is_a_one_line_error(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "workbench.cli", "train", "nli", "--export-only", "--out",
+                           str(tmp_path / "nothing")], capture_output=True, text=True)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "holds no finished training run" in done.stderr and len(done.stderr.strip().splitlines()) == 1

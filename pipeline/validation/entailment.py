@@ -1,0 +1,136 @@
+"""The NLI check: does the passage a claim cites entail it, say nothing about it, or contradict it?
+
+Runs inside the validator (:func:`pipeline.validation.citations.run`) after the embedding check, on every claim that
+cites an offered source. Per cited source the premise is the sentence window the embedding check found closest to
+the claim (the passage it recorded; the chunk's text when the whole chunk was closest), the hypothesis the claim's
+text without its markers; one batched call to the NLI classifier (``validate.nli_model``) scores every pair.
+
+- **Label per claim**: entailment when ANY cited passage entails it (the validator's ANY rule: an answer may cite
+  both sides of a disagreement), else contradiction when any contradicts it, else neutral. The recorded
+  probabilities and passage are those of the source that decided: the most entailing one, else the most
+  contradicting one.
+- **Verdict** (``validate.nli``): ``entailment`` (default) keeps a claim supported only when its label is
+  entailment: "supported" means "a cited passage entails it", and a neutral or contradicted claim is unsupported
+  whatever its cosine. ``contradiction`` removes support only from a contradicted claim. A claim the embedding check
+  or the key-fact check rejected stays unsupported: the cheap checks are a pre-filter, the model can only take
+  support away. The verdict before the model is kept on the claim (``embedding_verdict``) for the agreement report.
+- **Degradation**: ``off`` loads nothing; a model that does not resolve is ``unavailable`` and one that raises
+  ``failed``, each with the reason on the trace, and the verdicts stay the embedding check's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from pipeline.config import ValidateConfig
+from pipeline.models.resolve import ModelUnavailable
+from pipeline.text.sentences import MARKER
+from pipeline.trace import Candidate, ClaimCheck
+
+LABELS = ("entailment", "neutral", "contradiction")   # the order the probabilities are recorded in
+
+
+@dataclasses.dataclass(frozen=True)
+class NLIOutcome:
+    claims: tuple[ClaimCheck, ...]
+    status: str            # "ran" | "off" | "unavailable" | "failed"
+    model: str = ""
+    reason: str = ""
+    pairs: int = 0
+    ms: float = 0.0
+
+
+def hypothesis(claim: str) -> str:
+    """The claim as the model reads it: markers out, spaces tidied."""
+    return " ".join(MARKER.sub(" ", claim).split())
+
+
+def premise(check: ClaimCheck, marker: int, chunk: Candidate) -> str:
+    """What the claim is checked against for one cited source: its closest sentence window, else the chunk."""
+    for score in check.similarities:
+        if score.marker == marker and score.passage:
+            return score.passage
+    return chunk.text
+
+
+def label_of(probs: Sequence[float]) -> str:
+    return LABELS[int(np.argmax(probs))]
+
+
+def claim_label(rows: Sequence[tuple[int, str, np.ndarray]]) -> tuple[str, int, str, np.ndarray]:
+    """(label, marker, passage, probabilities) for one claim from its cited sources' rows (see the docstring)."""
+    entailed = [r for r in rows if label_of(r[2]) == "entailment"]
+    if entailed:
+        best = max(entailed, key=lambda r: r[2][0])
+        return "entailment", best[0], best[1], best[2]
+    contradicted = [r for r in rows if label_of(r[2]) == "contradiction"]
+    if contradicted:
+        best = max(contradicted, key=lambda r: r[2][2])
+        return "contradiction", best[0], best[1], best[2]
+    best = max(rows, key=lambda r: r[2][0])
+    return "neutral", best[0], best[1], best[2]
+
+
+def verdict_after(check: ClaimCheck, label: str, rule: str) -> str:
+    """The validator's verdict once the NLI label is known (only support can be taken away)."""
+    if check.verdict != "supported":
+        return check.verdict
+    if rule == "entailment" and label != "entailment":
+        return "unsupported"
+    if rule == "contradiction" and label == "contradiction":
+        return "unsupported"
+    return check.verdict
+
+
+def ordered_probs(raw: np.ndarray, labels: Sequence[str]) -> np.ndarray:
+    """The classifier's probabilities re-ordered to :data:`LABELS` (checkpoints disagree on their label order)."""
+    index = [list(labels).index(name) for name in LABELS]
+    return np.asarray(raw, dtype=np.float64)[:, index]
+
+
+def check(claims: tuple[ClaimCheck, ...], offered: dict[int, str], by_id: dict[str, Candidate],
+          cfg: ValidateConfig, ctx) -> NLIOutcome:
+    """The claims with their NLI label, probabilities and final verdict (see the module docstring)."""
+    if cfg.nli == "off":
+        return NLIOutcome(claims, "off", cfg.nli_model, "validate.nli=off: the embedding check alone decides")
+    started = time.perf_counter()
+    pairs: list[tuple[int, int, str]] = []   # (claim index, marker, premise)
+    for i, c in enumerate(claims):
+        for n in dict.fromkeys(c.markers):
+            if n in offered and offered[n] in by_id:
+                pairs.append((i, n, premise(c, n, by_id[offered[n]])))
+    if not pairs:
+        return NLIOutcome(claims, "ran", cfg.nli_model, "no claim cites an offered source")
+    try:
+        model = ctx.nli(cfg.nli_model)
+    except (ModelUnavailable, ImportError, OSError) as exc:
+        return NLIOutcome(claims, "unavailable", cfg.nli_model, f"{exc}; verdicts from the embedding check alone")
+    try:
+        missing = [name for name in LABELS if name not in model.labels]
+        if missing:
+            raise ValueError(f"the model has no {', '.join(missing)} label (labels {tuple(model.labels)})")
+        raw = model.predict([(p, hypothesis(claims[i].text)) for i, _, p in pairs])
+        probs = ordered_probs(raw, model.labels)
+        if probs.shape != (len(pairs), len(LABELS)) or not np.isfinite(probs).all():
+            raise ValueError(f"probabilities of shape {probs.shape} (or non-finite) for {len(pairs)} pairs")
+    except Exception as exc:  # a model failure is recorded, never raised into the answer
+        return NLIOutcome(claims, "failed", cfg.nli_model, f"{type(exc).__name__}: {exc}; verdicts from the "
+                          "embedding check alone", len(pairs), round((time.perf_counter() - started) * 1000, 3))
+    by_claim: dict[int, list[tuple[int, str, np.ndarray]]] = {}
+    for (i, n, p), row in zip(pairs, probs, strict=True):
+        by_claim.setdefault(i, []).append((n, p, row))
+    out = []
+    for i, c in enumerate(claims):
+        if i not in by_claim:
+            out.append(c)
+            continue
+        label, marker, passage, row = claim_label(by_claim[i])
+        out.append(dataclasses.replace(c, embedding_verdict=c.verdict, verdict=verdict_after(c, label, cfg.nli),
+                                       nli_label=label, nli_probs=tuple(round(float(x), 4) for x in row),
+                                       nli_marker=marker, nli_passage=passage))
+    return NLIOutcome(tuple(out), "ran", cfg.nli_model, "", len(pairs),
+                      round((time.perf_counter() - started) * 1000, 3))
