@@ -6,8 +6,9 @@ They are real enough to exercise behaviour, not stubs that return constants:
   texts that share terms have a high cosine and unrelated texts a low one. It counts ``encode`` calls, which
   is how tests prove the citation validator makes one batched call per answer.
 - ``FakeReranker`` scores a passage by the fraction of query terms it contains, as a logit in [-4, 4].
-- ``FakeNLI`` reads by words: a hypothesis with a number or a negation its premise lacks (or lacking one the
-  premise has) is a contradiction, one whose every content word is in the premise an entailment, else neutral.
+- ``FakeNLI`` reads by words: a hypothesis with a number its premise lacks, more negations than its premise, or
+  the premise's own words with a negation dropped is a contradiction; one whose every word is in the premise an
+  entailment; else neutral.
 - ``FakeLLM`` replays a queue of scripted replies (strings, ``LLMReply`` objects, or exceptions to raise as
   provider failures) and records every request it received, so a test can assert on the exact prompt.
 """
@@ -93,10 +94,12 @@ class FakeNLI:
         import re
 
         p, h = set(tokenize(premise)), set(tokenize(hypothesis))
-        p_words = set(re.findall(r"[a-z]+", premise.lower()))
-        h_words = set(re.findall(r"[a-z]+", hypothesis.lower()))
+        p_words, h_words = re.findall(r"[a-z]+", premise.lower()), re.findall(r"[a-z]+", hypothesis.lower())
+        p_neg = sum(w in self._NEGATIONS for w in p_words)
+        h_neg = sum(w in self._NEGATIONS for w in h_words)
         numbers = {t for t in h if any(ch.isdigit() for ch in t)}
-        if numbers - p or bool(p_words & self._NEGATIONS) != bool(h_words & self._NEGATIONS):
+        dropped = h_neg < p_neg and len(set(p_words) - set(h_words) - self._NEGATIONS) == 0
+        if numbers - p or h_neg > p_neg or dropped:
             return 2
         return 0 if h <= p else 1
 
