@@ -45,12 +45,20 @@ def _pct(value) -> str:
 
 
 def agreement(cases: list[dict]) -> dict:
-    """Exact agreement and the confusion matrix {hand: {scorer: n}}."""
+    """Exact agreement with its 95 % Wilson interval, Cohen's kappa (scikit-learn; chance agreement removed) and
+    the confusion matrix {hand: {scorer: n}}."""
+    from sklearn.metrics import cohen_kappa_score
+
+    from workbench.metrics import wilson
+
     matrix = {h: {s: 0 for s in VERDICTS} for h in VERDICTS}
     for case in cases:
         matrix[case["hand"]][case["scorer"]] += 1
     agree = sum(matrix[v][v] for v in VERDICTS)
-    return {"cases": len(cases), "agree": agree, "rate": agree / len(cases) if cases else None, "matrix": matrix}
+    kappa = (float(cohen_kappa_score([c["hand"] for c in cases], [c["scorer"] for c in cases], labels=list(VERDICTS)))
+             if cases else None)
+    return {"cases": len(cases), "agree": agree, "rate": agree / len(cases) if cases else None,
+            "ci95": list(wilson(agree, len(cases))), "kappa": kappa, "matrix": matrix}
 
 
 def _direction(matrix: dict) -> str:
@@ -103,7 +111,10 @@ def render(results: dict) -> str:
         "DIR` and `make report`.", "",
         f"**Hand check.** {_handcheck(results, a['cases'])} Each answer was labelled by hand from the question, the "
         "expected answer and the answer (hand labels: " + ", ".join(f"{hand[v]} {v}" for v in VERDICTS)
-        + f"). The scorer agrees exactly on {a['agree']} of {a['cases']} ({_pct(a['rate'])}).", "",
+        + f"). The scorer agrees exactly on {a['agree']} of {a['cases']} ({_pct(a['rate'])}, 95 % Wilson interval "
+        f"{_pct(a['ci95'][0])}–{_pct(a['ci95'][1])}); Cohen's kappa "
+        + ("n/a" if a["kappa"] is None else f"{a['kappa']:.2f}") + " (agreement beyond chance; 1 is perfect, 0 "
+        "chance).", "",
         "| hand \\ scorer | " + " | ".join(VERDICTS) + " |", "|---|" + "---:|" * len(VERDICTS),
         *(f"| {h} | " + " | ".join(str(a["matrix"][h][v]) for v in VERDICTS) + " |" for h in VERDICTS), "",
         _direction(a["matrix"]), "",

@@ -32,7 +32,7 @@ from pipeline.validation import citations
 
 NAME = "validation"
 SECTION = "## Validation cost"
-MODEL = "all-MiniLM-L6-v2 (packaged, offline)"
+MODEL = "all-MiniLM-L6-v2 (packaged, offline); NLI workbench/nli-check (int8 ONNX)"
 SOURCE_FILES = ("errors/err-timeout-502.md", "faq/faq-delivery-retries.md")
 
 ONE_CLAIM = "ERR_TIMEOUT_502 is recorded when the endpoint does not respond within delivery.timeout_ms [1]."
@@ -69,6 +69,26 @@ def percentile(values: list[float], q: float) -> float:
 
 
 PADDED = "10-claim, one padded batch"
+STORED = "10-claim, passages stored"
+STORED_NO_NLI = "10-claim, passages stored, NLI off"
+
+
+class StoredLookup:
+    """What a store with passage rows gives the validator: each chunk's windows and vectors, made once here
+    with the same embedder exactly as ingestion makes them (``Store.passage_vectors``)."""
+
+    def __init__(self, cands, embedder) -> None:
+        from pipeline.storage.catalogue import StoredPassages
+
+        self.rows = {}
+        for c in cands:
+            windows = tuple(citations.chunk_passages(c.text)[1:])
+            vectors = embedder.encode([" > ".join(c.heading_path) + "\n" + c.text, *windows])
+            self.rows[c.chunk_id] = StoredPassages(c.chunk_id, embedder.name,
+                                                   citations.passage_key(c.heading_path, c.text), windows, vectors)
+
+    def passage_vectors(self, chunk_ids):
+        return {cid: self.rows[cid] for cid in chunk_ids if cid in self.rows}
 
 
 def measure(runs: int, warmup: int) -> dict:
@@ -77,20 +97,27 @@ def measure(runs: int, warmup: int) -> dict:
     cands, sources = sources_from_corpus(cfg)
     texts = {c.chunk_id: c.text for c in cands}
     padded = dataclasses.replace(cfg.validate, encode_batch_size=64)
-    cases = {"1-claim": (ONE_CLAIM, cfg.validate), "10-claim": (TEN_CLAIMS, cfg.validate),
-             PADDED: (TEN_CLAIMS, padded)}
-    gens = {k: (GenerationTrace(status="answered", sources=sources, answer=a), v) for k, (a, v) in cases.items()}
+    no_nli = dataclasses.replace(cfg.validate, nli="off")
+    lookup = StoredLookup(cands, embedder)
+    cases = {"1-claim": (ONE_CLAIM, cfg.validate, None), "10-claim": (TEN_CLAIMS, cfg.validate, None),
+             PADDED: (TEN_CLAIMS, padded, None), STORED: (TEN_CLAIMS, cfg.validate, lookup),
+             STORED_NO_NLI: (TEN_CLAIMS, no_nli, lookup)}
+    gens = {k: (GenerationTrace(status="answered", sources=sources, answer=a), v, store)
+            for k, (a, v, store) in cases.items()}
+    models = Models(embedder=embedder)
     for _ in range(warmup):
-        for gen, vcfg in gens.values():
-            citations.run(gen, cands, vcfg, StageContext(Models(embedder=embedder)))
+        for gen, vcfg, store in gens.values():
+            citations.run(gen, cands, vcfg, StageContext(models, store=store))
     times: dict[str, list[float]] = {k: [] for k in gens}
+    nli_ms: dict[str, list[float]] = {k: [] for k in gens}
     last = {}
     for _ in range(runs):
-        for key, (gen, vcfg) in gens.items():
+        for key, (gen, vcfg, store) in gens.items():
             calls = embedder.calls
             t0 = time.perf_counter()
-            last[key] = citations.run(gen, cands, vcfg, StageContext(Models(embedder=embedder)))
+            last[key] = citations.run(gen, cands, vcfg, StageContext(models, store=store))
             times[key].append((time.perf_counter() - t0) * 1000)
+            nli_ms[key].append(last[key].nli_ms)
             assert embedder.calls - calls == 1, "validation must make exactly one encoder call"
     unbatched = []
     for _ in range(max(5, runs // 5)):
@@ -103,8 +130,11 @@ def measure(runs: int, warmup: int) -> dict:
              "texts": len(last[k].claims) + sum(len(citations.chunk_passages(texts[cid])) for cid in
                                                 {s.chunk_id for c in last[k].claims for s in c.similarities}),
              "batch": gens[k][1].encode_batch_size, "supported": last[k].supported,
-             "unsupported": last[k].unsupported, "times_ms": [round(t, 2) for t in v]} for k, v in times.items()]
-    return {"runs": runs, "warmup": warmup, "sources": len(sources), "rows": rows,
+             "unsupported": last[k].unsupported, "stored": gens[k][2] is not None, "nli": last[k].nli_status,
+             "nli_pairs": last[k].nli_pairs, "nli_p50_ms": percentile(nli_ms[k], 0.5),
+             "nli_p95_ms": percentile(nli_ms[k], 0.95), "times_ms": [round(t, 2) for t in v]}
+            for k, v in times.items()]
+    return {"runs": runs, "warmup": warmup, "sources": len(sources), "rows": rows, "nli_model": cfg.validate.nli_model,
             "unbatched_p50_ms": statistics.median(unbatched), "unbatched_runs": len(unbatched)}
 
 
@@ -115,17 +145,28 @@ def render(results: dict) -> str:
     lines = [SECTION, "",
              meta_line(r["meta"]) + f" CPU only, {r['threads']} torch thread(s). Reproduce: "
              f"`.venv/bin/python -m benchmarks.validation --threads {r['threads']}`, then `make report`.", "",
-             f"`citations.run` over {r['sources']} real demo-corpus chunks as numbered sources, with no stored passage "
-             "vectors: the one encoder call holds the claims and every cited chunk's passages (a store without "
-             "passage rows; *Performance* measures the default path, passages stored at ingestion). "
+             f"`citations.run` over {r['sources']} real demo-corpus chunks as numbered sources. Without stored passage "
+             "vectors the one encoder call holds the claims and every cited chunk's passages (a store without "
+             "passage rows); with them (the default path: ingestion stores each chunk's window vectors) it holds the "
+             f"claims only. The NLI check ({r.get('nli_model', 'not measured')}) then reads each cited claim against "
+             "its closest window in one batched call; its own time is in the NLI column. "
              f"{r['warmup']} warm-up runs, then {r['runs']} timed runs per answer, alternating. The machine is "
              "shared, so read the ratios rather than the milliseconds.", "",
-             "| answer | claims | texts in the one encoder call | mini-batch | p50 ms | p95 ms | verdicts |",
-             "|---|---:|---:|---:|---:|---:|---|"]
+             "| answer | claims | texts in the one encoder call | mini-batch | NLI (pairs; p50 / p95 ms) | p50 ms | "
+             "p95 ms | verdicts |",
+             "|---|---:|---:|---:|---|---:|---:|---|"]
     for row in r["rows"]:
-        lines.append(f"| {row['answer']} | {row['claims']} | {row['texts']} | {row['batch']} | {row['p50_ms']:.1f} | "
+        nli = (f"{row['nli']} ({row['nli_pairs']}; {row['nli_p50_ms']:.1f} / {row['nli_p95_ms']:.1f})"
+               if "nli" in row else "not measured")
+        texts = row["claims"] if row.get("stored") else row["texts"]
+        lines.append(f"| {row['answer']} | {row['claims']} | {texts} | {row['batch']} | {nli} | {row['p50_ms']:.1f} | "
                      f"{row['p95_ms']:.1f} | {row['supported']} supported, {row['unsupported']} unsupported |")
     ratio = ten["p50_ms"] / one["p50_ms"]
+    stored, bare = rows.get(STORED), rows.get(STORED_NO_NLI)
+    if stored and bare:
+        lines += ["", f"**With passages stored, a 10-claim answer: p95 {stored['p95_ms']:.1f} ms with the NLI check, "
+                  f"{bare['p95_ms']:.1f} ms without** (p50 {stored['p50_ms']:.1f} / {bare['p50_ms']:.1f}); the NLI "
+                  f"check's {stored['nli_pairs']} pairs took p50 {stored['nli_p50_ms']:.1f} ms."]
     lines += ["", f"**10-claim / 1-claim (p50): {ratio:.2f}×** for {ten['claims'] / one['claims']:.0f}× the claims: "
               "one batched encoder call, so cost grows with the text in the batch, not with a call per claim. "
               f"One call per claim and cited chunk instead took {r['unbatched_p50_ms']:.1f} ms (p50 of "

@@ -6,8 +6,9 @@ validator off (the design's week-one setting), and the difference the validator 
 1. ingests ``golden/corpus`` into ``build/week-one-store`` (incremental; its own store, so it never waits for
    another process holding the deploy-gate store);
 2. runs :func:`workbench.week_one.week_one` over all golden cases with the shipped defaults (the offline stack:
-   packaged MiniLM, no cross-encoder, ``rewrite.backend=terms``, ``generate.backend=extractive``): both arms,
-   every citation judged by the offline judge (NLI does not resolve offline);
+   packaged MiniLM, the reader, ``generate.backend=extractive``): both arms, every citation judged by the NLI
+   model trained here (``validate.nli_model``); the validator under test runs without it (``validate.nli=off``),
+   so the judge is not the validator;
 3. with ``--local N``, also the same report for the first ``N`` answerable cases the gate answers, with
    SmolLM2 generating (``generate.backend=local``): a subset, because one SmolLM2 answer takes tens of seconds
    on a shared 2-core machine; the file says how many cases, which generators actually answered (SmolLM2
@@ -30,8 +31,11 @@ GOLDEN = ROOT / "golden" / "golden.jsonl"
 CORPUS = ROOT / "golden" / "corpus"
 STORE = ROOT / "build" / "week-one-store"
 EXAMPLES = 5
-MODEL = ("embedder sentence-transformers/all-MiniLM-L6-v2 (retrieval, validator and judge), no cross-encoder (it "
-         "does not resolve offline), `rewrite.backend=terms`, `generate.backend=extractive`, NLI unavailable")
+def model_line(cfg) -> str:
+    """Which models produced the numbers, from the configuration that ran."""
+    return (f"embedder {cfg.embedding.model} (retrieval and the validator's cosine), reader {cfg.rerank.model} "
+            f"(rerank {'on' if cfg.rerank.enabled else 'off'}), `generate.backend={cfg.generate.backend}`, judge: "
+            f"NLI {cfg.validate.nli_model} (the validator under test runs with `validate.nli=off`)")
 LOCAL_MODEL = "SmolLM2-135M-Instruct (generate.backend=local, CPU)"
 
 
@@ -68,7 +72,7 @@ def measure(local: int = 0, examples: int = EXAMPLES) -> dict:
     cfg = PipelineConfig()
     models = default_models()
     golden = load_golden(GOLDEN)
-    results = {"meta": run_meta(MODEL), "golden": "golden/golden.jsonl", "store": "build/week-one-store",
+    results = {"meta": run_meta(model_line(cfg)), "golden": "golden/golden.jsonl", "store": "build/week-one-store",
                "reproduce": ".venv/bin/python -m benchmarks.week_one"
                             + (f" --local {local}" if local else "")}
     with Store.open(STORE) as store:
@@ -110,6 +114,8 @@ def _block(title: str, report: dict) -> list[str]:
 
 
 def render(results: dict) -> str:
+    from workbench.week_one import judge_line
+
     ext = results["extractive"]
     judge = ext["judge"]
     lines = [
@@ -118,11 +124,11 @@ def render(results: dict) -> str:
         f"The design's week-one question: with retrieval and citations shipped and no citation validator, how often "
         f"is a citation wrong, and how much does the validator change that? `workbench eval --week-one` "
         f"(workbench/week_one.py) runs the golden set twice, with `validate.enabled=false` and `true`, and judges "
-        f"every citation on its own: offline, the cited chunk must reach cosine {judge['threshold']} with the claim "
-        f"(best sentence window, {judge['embedder']}) and contain the claim's key facts, and a claim stating a value "
-        f"that the golden answer contradicts is wrong too. Intervals are Wilson 95 %; the difference is Newcombe's "
-        f"hybrid score interval, conservative here because both arms answer the same cases. The validator never "
-        f"rewrites an answer: what it changes is which wrong citations reach the reader flagged.", "",
+        f"every citation on its own. {judge_line(judge)} A claim stating a value that the golden answer contradicts "
+        f"is wrong too. Intervals are Wilson 95 %; the difference is paired (the same citations in both arms): a "
+        f"bootstrap interval resampling cases and the exact McNemar test on the citations where the arms disagree. "
+        f"The validator never rewrites an answer: what it changes is which wrong citations reach the reader "
+        f"flagged.", "",
         *_block(f"Extractive generator (the offline default), all {ext['cases']} golden cases, "
                 f"{ext['seconds']:.0f} s for both arms", ext),
     ]
