@@ -78,7 +78,7 @@ from workbench.correctness import Correctness, score_case, semantic_match
 from workbench.golden import GoldenCase, GoldenSet, GoldenSplit, find_split, load_golden, select, subset
 from workbench.memo import MemoEmbedder, TextRecorder
 from workbench.metrics import document_ranking, hit_at_k, rate, recall_at_k, reciprocal_rank, round_or_none
-from workbench.nli import nli_support
+from workbench.nli import from_validator, nli_support
 from workbench.summary import part_figures, render_summary, summarise
 
 TOP_K = 10
@@ -364,6 +364,7 @@ def evaluate(golden: GoldenSet, store: Store, models: Models, cfg: PipelineConfi
     run = run_cases(golden, pipeline, generate=True,
                     on_progress=on_progress or (tqdm_progress("eval") if progress else None), **walk)
     nli_block = nli_support(run.traces, models, pipeline.cfg.validate.nli_model, progress) if nli else \
+        from_validator(run.traces, pipeline.cfg.validate.nli_model) or \
         {"status": "off", "model": pipeline.cfg.validate.nli_model, "reason": "--no-nli", "support_rate": None,
          "agreement": None}
     verdicts, judged = score_correctness(run, memo, models, pipeline.cfg.validate.nli_model, nli)

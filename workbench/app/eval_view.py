@@ -136,6 +136,17 @@ def render_summary(evaluation: Evaluation, key: str) -> None:
                   "answer cache off, runs not logged"))
     for column, (name, label) in zip(st.columns(len(HEADLINE)), HEADLINE, strict=True):
         column.metric(label, _pct(s.get(name)))
+    nli = s.get("nli") or {}
+    if nli.get("status") == "ran":
+        left, middle, right = st.columns(3)
+        left.metric("NLI support rate", _pct(nli.get("support_rate")),
+                    help="Cited claims a cited passage entails, by the NLI model (the validator's own reading)")
+        middle.metric("NLI vs embedding check: agreement", _pct(nli.get("agreement")),
+                      help="Cited claims on which the embedding check's verdict equals the NLI model's")
+        right.metric("passed by embedding, not entailed", _pct(nli.get("embedding_only")),
+                     help="How often the cheap check alone would have called a claim supported that NLI does not")
+    else:
+        st.caption(md(f"NLI check: {nli.get('status', 'off')} {nli.get('reason', '')}"))
     for problem in result.problems:
         st.warning(md(problem))
     with st.expander("every summary number"):
