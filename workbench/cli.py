@@ -437,7 +437,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", metavar="FILE", help="also write the per-row results as CSV")
     p.add_argument("--out", metavar="DIR", help="write summary, rows and traces under DIR")
     p.add_argument("--limit", type=int, default=None, help="only the first N cases")
-    p.add_argument("--no-nli", action="store_true", help="skip the evaluation's own NLI runs (correctness by entailment; claims the validator did not read); the validator's NLI labels are still summarised")
+    p.add_argument("--no-nli", action="store_true",
+                   help="skip the evaluation's own NLI runs (correctness by entailment; claims the validator did "
+                        "not read); the validator's NLI labels are still summarised")
     p.add_argument("--no-batch", action="store_true",
                    help="ask one case at a time instead of in blocks (the rows are the same; slower)")
     p.add_argument("--split", choices=["tune", "test", "all"], default=None,
