@@ -154,8 +154,9 @@ class FakeLLM:
 
 
 def fake_models(llm: FakeLLM | None = None, rewrite_llm: FakeLLM | None = None, *, reranker: bool = True,
-                embedder: FakeEmbedder | None = None, nli: FakeNLI | None = None) -> Models:
-    """Models wired to the fakes; ``reranker=False`` simulates an unresolvable cross-encoder."""
+                embedder: FakeEmbedder | None = None, nli: object | None = None) -> Models:
+    """Models wired to the fakes; ``reranker=False`` simulates an unresolvable cross-encoder; ``nli`` replaces
+    :class:`FakeNLI` (the shipped classifier, where a test is about what the validator reads)."""
     return Models(embedder=embedder or FakeEmbedder(), reranker=FakeReranker() if reranker else None,
                   llm=llm, rewrite_llm=rewrite_llm, nli=nli or FakeNLI(),
                   reranker_unavailable=None if reranker else
