@@ -30,5 +30,6 @@ def test_the_section_counts_the_hand_labels_it_is_given():
         case["hand"] = case["scorer"]
     text = report.render(results)
     n = report.HANDCHECK_CASES
-    assert f"The scorer agrees exactly on {n} of {n} (100.0%)." in text
+    assert f"The scorer agrees exactly on {n} of {n} (100.0%, 95 % Wilson interval" in text
+    assert "Cohen's kappa 1.00" in text, "agreement beyond chance is perfect when every label matches"
     assert "stricter than the hand labels on 0 cases and more lenient on 0" in text

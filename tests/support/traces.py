@@ -76,4 +76,5 @@ def timeless(trace) -> dict:
     for stage in STAGES:
         d[stage].pop("latency_ms", None)
     d["retrieval"].pop("timings_ms", None)
+    d["validation"].pop("nli_ms", None)
     return d

@@ -84,7 +84,8 @@ LABELS = {
     "validate.enabled": "Check citations (validator)", "validate.claim_threshold": "Claim support threshold",
     "validate.misattribution_margin": "Misattribution margin",
     "validate.match": "Match claims against",
-    "validate.encode_batch_size": "Validation batch size", "validate.nli_model": "NLI model (evaluation)",
+    "validate.encode_batch_size": "Validation batch size", "validate.nli_model": "NLI model (citation check)",
+    "validate.nli": "NLI decides support",
     "cache.enabled": "Answer cache",
 }
 
