@@ -37,7 +37,8 @@ def _by_key(checks) -> dict[str, inventory.ModelCheck]:
 
 
 HUB_RERANKER = PipelineConfig().with_overrides(["rerank.model=cross-encoder/ms-marco-MiniLM-L-6-v2",
-                                                "rerank.granularity=passage"])
+                                                "rerank.granularity=passage",
+                                                "validate.nli_model=cross-encoder/nli-deberta-v3-small"])
 
 
 def test_the_default_reader_is_committed_here_and_needs_no_download(hub):
@@ -81,7 +82,7 @@ def test_fetch_offline_says_why_nothing_was_downloaded(hub, monkeypatch):
 
 def test_fetch_without_network_names_the_failure_once_per_model(hub, monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    checks = _by_key(inventory.fetch(PipelineConfig()))
+    checks = _by_key(inventory.fetch(HUB_RERANKER))
     line = checks["validate.nli_model"].line()
     assert "could not be reached" in line and "validate.nli_model" in line and "\n" not in line
 
@@ -115,7 +116,8 @@ def test_cli_models_lists_every_role_as_json(hub, capsys, monkeypatch):
     rows = json.loads(capsys.readouterr().out)
     assert [r["key"] for r in rows] == [r.key for r in inventory.ROLES]
     assert rows[0]["available"] is True and rows[1]["available"] is True, "the embedder and the committed reader"
-    assert rows[2]["key"] == "validate.nli_model" and rows[2]["available"] is False
+    assert rows[2]["key"] == "validate.nli_model" and rows[2]["available"] is True, "the committed NLI check"
+    assert rows[2]["source"].startswith("project:")
 
 
 def test_cli_models_with_a_bad_setting_is_one_line(capsys):
