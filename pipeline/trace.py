@@ -359,6 +359,7 @@ class ClaimCheck:
     nli_probs: tuple[float, ...] | None = None
     nli_marker: int | None = None
     nli_passage: str = ""
+    nli_quoted: bool = False     # the claim is cited text word for word: entailed by definition, whatever the model
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ Altered (must fail):
 Generation is seeded and a pure function of the chunks (:func:`perturbed_claims`). :func:`judge` runs each claim
 through the real validator (:func:`pipeline.validation.citations.run`) once, with the NLI check on, and reads three
 verdicts from one trace: the embedding validator's (cosine and key facts, ``embedding_verdict``), the NLI model's
-alone (is the claim entailed), and the combination the validator ships (``verdict``).
+alone (its most probable label, before the validator's rule that a word-for-word quote is entailed), and the
+combination the validator ships (``verdict``).
 """
 
 from __future__ import annotations
@@ -200,12 +201,13 @@ def perturbed_claims(chunks: Sequence, per_kind: int = 50, seed: int = 0) -> lis
 class Judged:
     claim: Claim
     embedding_pass: bool     # the embedding validator (cosine + key facts) calls it supported
-    nli_pass: bool           # the NLI model alone: a cited passage entails it
+    nli_pass: bool           # the NLI model alone (its own most probable label, no quote rule): entailed
     combined_pass: bool      # the shipped validator: both
     nli_label: str
     nli_probs: tuple[float, ...] | None
     similarity: float | None
     nli_status: str
+    quoted: bool = False     # the validator found the claim word for word in the cited chunk
 
 
 def judge(claims: Sequence[Claim], chunks: dict, cfg, ctx) -> list[Judged]:
@@ -226,8 +228,9 @@ def judge(claims: Sequence[Claim], chunks: dict, cfg, ctx) -> list[Judged]:
             out.append(Judged(claim, False, False, False, "", None, None, val.nli_status))
             continue
         before = check.embedding_verdict or check.verdict
-        out.append(Judged(claim, before == "supported", check.nli_label == "entailment", check.verdict == "supported",
-                          check.nli_label, check.nli_probs, check.best_similarity, val.nli_status))
+        model_entails = check.nli_probs is not None and max(range(3), key=lambda k: check.nli_probs[k]) == 0
+        out.append(Judged(claim, before == "supported", model_entails, check.verdict == "supported",
+                          check.nli_label, check.nli_probs, check.best_similarity, val.nli_status, check.nli_quoted))
     return out
 
 

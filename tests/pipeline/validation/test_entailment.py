@@ -63,6 +63,15 @@ def test_the_model_only_takes_support_away():
     assert val.claims[0].embedding_verdict == "unsupported" and val.claims[0].verdict == "unsupported"
 
 
+def test_a_word_for_word_quote_is_entailed_whatever_the_model_says():
+    contrarian = _Always("contradiction")
+    quote = run("ERR_TIMEOUT_502 is recorded when the endpoint does not answer [1].", nli=contrarian).claims[0]
+    assert (quote.nli_label, quote.nli_quoted, quote.verdict) == ("entailment", True, "supported")
+    assert quote.nli_probs[2] > 0.8, "the model's own reading stays in the trace"
+    altered = run("ERR_TIMEOUT_502 is recorded when the endpoint does answer [1].", nli=contrarian).claims[0]
+    assert (altered.nli_label, altered.nli_quoted, altered.verdict) == ("contradiction", False, "unsupported")
+
+
 def test_markers_are_not_part_of_the_hypothesis():
     nli = _Always("entailment")
     run("The default timeout is 15000 ms per attempt [1].", nli=nli)
@@ -97,7 +106,7 @@ def test_a_model_that_raises_or_returns_junk_is_recorded_not_raised(broken):
 
 def test_a_model_with_another_label_order_is_read_by_name():
     reordered = _Always("contradiction", labels=("contradiction", "entailment", "neutral"))
-    claim = run("The default timeout is 15000 ms per attempt [1].", nli=reordered).claims[0]
+    claim = run("Each attempt has a default timeout of 15000 ms [1].", nli=reordered).claims[0]
     assert claim.nli_label == "contradiction" and claim.nli_probs[2] > 0.8
 
 
