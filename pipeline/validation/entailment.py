@@ -5,10 +5,11 @@ cites an offered source. Per cited source the premise is the sentence window the
 the claim (the passage it recorded; the chunk's text when the whole chunk was closest), the hypothesis the claim's
 text without its markers; one batched call to the NLI classifier (``validate.nli_model``) scores every pair.
 
-- **A quote is entailed**: a claim that stands word for word in a cited chunk (case, spacing and Markdown emphasis
-  aside) is entailed by definition; the model still reads it and its probabilities are recorded, but its label
-  is not asked to overrule the copy (``nli_quoted``). Small NLI models learn that a "not" in the hypothesis means
-  contradiction, and would otherwise fail verbatim quotes of negated sentences.
+- **A quote is entailed**: a claim that stands word for word in a cited chunk as a whole sentence or a clause ended
+  by ";" (case, spacing and Markdown emphasis aside) is entailed by definition; the model still reads it and its
+  probabilities are recorded, but its label is not asked to overrule the copy (``nli_quoted``). Small NLI models
+  learn that a "not" in the hypothesis means contradiction, and would otherwise fail verbatim quotes of negated
+  sentences.
 - **Label per claim**: entailment when ANY cited passage entails it (the validator's ANY rule: an answer may cite
   both sides of a disagreement), else contradiction when any contradicts it, else neutral. The recorded
   probabilities and passage are those of the source that decided: the most entailing one, else the most
@@ -67,9 +68,20 @@ def _plain(text: str) -> str:
 
 
 def quoted(claim: str, chunk: Candidate) -> bool:
-    """Does the claim (markers out) stand word for word in the chunk's text?"""
-    text = _plain(hypothesis(claim)).rstrip(".!;:")
-    return len(text) >= 12 and text in _plain(chunk.text)
+    """Does the claim (markers out) stand word for word in the chunk's text as a whole sentence or clause: starting
+    where a sentence starts and ending where one ends (or at a ";")? A piece cut from inside a sentence ("X" out of
+    "X unless Y") is not a quote: the model reads it."""
+    text = _plain(hypothesis(claim)).rstrip(".!?;:")
+    if len(text) < 12:
+        return False
+    source = _plain(chunk.text)
+    for m in re.finditer(re.escape(text), source):
+        before = source[:m.start()].rstrip()
+        after = source[m.end():]
+        starts = not before or before[-1] in ".!?;:" or re.search(r"(^|\s)([-+>]|\d+\.)$", before) is not None
+        if starts and (not after or after[0] in ".!?;"):
+            return True
+    return False
 
 
 def label_of(probs: Sequence[float]) -> str:

@@ -72,6 +72,18 @@ def test_a_word_for_word_quote_is_entailed_whatever_the_model_says():
     assert (altered.nli_label, altered.nli_quoted, altered.verdict) == ("contradiction", False, "unsupported")
 
 
+@pytest.mark.parametrize("claim, whole", [
+    ("The default timeout is 15000 ms per attempt.", True),
+    ("ERR_TIMEOUT_502 is recorded when the endpoint does not answer.", True),
+    ("ERR_TIMEOUT_502 is recorded.", False),                      # cut from inside a sentence
+    ("The default timeout is 15000 ms.", False),
+    ("timeout is 15000 ms per attempt.", False),                  # starts inside a sentence
+])
+def test_only_a_whole_sentence_or_clause_counts_as_a_quote(claim, whole):
+    chunk = Candidate(chunk_id="c", doc_id="d", title="T", text=TIMEOUT)
+    assert entailment.quoted(claim, chunk) is whole
+
+
 def test_markers_are_not_part_of_the_hypothesis():
     nli = _Always("entailment")
     run("The default timeout is 15000 ms per attempt [1].", nli=nli)
