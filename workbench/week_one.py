@@ -18,8 +18,10 @@ Method (:func:`week_one`):
    from the arm's validation record, and each (claim, cited source) pair is judged on its own — not the
    validator's "any cited source" rule. The judge says the source **supports** the claim when:
 
-   - an NLI model resolves (``validate.nli_model``, :mod:`workbench.nli`): "entailment" is its most
-     probable label for (premise: the cited chunk, hypothesis: the claim);
+   - an NLI model resolves (``validate.nli_model``, :mod:`workbench.nli`): the claim is a whole sentence of the
+     cited chunk word for word, or "entailment" is the model's most probable label for (premise: ANY sentence
+     window of the cited chunk, hypothesis: the claim) (:func:`nli_judge`); the on arm's validator then runs
+     without the model (``validate.nli=off``), so the judge is not the validator it judges;
    - otherwise (offline): the claim's cosine with the best of the cited chunk and its sentence windows
      (:func:`pipeline.validation.citations.chunk_passages`, recomputed with the evaluation's embedder)
      reaches ``validate.claim_threshold``, AND every key fact of the claim (numbers, identifiers,
@@ -243,23 +245,42 @@ def embedding_support(citations: Sequence[Citation], embedder, threshold: float,
 
 
 def nli_judge(citations: Sequence[Citation], model, batch: int = 64) -> list[SupportCheck]:
-    """The judge when an NLI model resolves: "entailment" is the most probable label for (cited chunk, claim)."""
-    pairs = [(c.source_text, c.claim) for c in citations if c.offered and c.source_text]
+    """The judge when an NLI model resolves. The premises are the cited chunk's sentence windows (a small model reads
+    ~100 tokens, a chunk is ~300): the source supports the claim when the claim is a whole sentence of it word for word
+    (:func:`pipeline.validation.entailment.quoted`) or "entailment" is the most probable label for ANY window; else
+    the label is contradiction when any window contradicts it, neutral otherwise."""
+    from pipeline.validation.entailment import hypothesis, quoted
+
+    windows = {c.chunk_id: (chunk_passages(c.source_text)[1:] or [c.source_text]) for c in citations
+               if c.offered and c.source_text}
+    pairs, owners = [], []
+    for i, c in enumerate(citations):
+        for window in windows.get(c.chunk_id, []) if c.offered and c.source_text else []:
+            pairs.append((window, hypothesis(c.claim)))
+            owners.append(i)
     labels: list[str] = []
     for start in range(0, len(pairs), batch):
         probabilities = np.asarray(model.predict(pairs[start:start + batch]))
-        labels += [str(model.labels[int(i)]).lower() for i in np.argmax(probabilities, axis=1)]
-    found = iter(labels)
+        labels += [str(model.labels[int(k)]).lower() for k in np.argmax(probabilities, axis=1)]
+    read: dict[int, list[tuple[str, str]]] = {}
+    for owner, (window, _), label in zip(owners, pairs, labels, strict=True):
+        read.setdefault(owner, []).append((label, window))
     out = []
-    for c in citations:
+    for i, c in enumerate(citations):
         if not c.offered:
             out.append(SupportCheck(False, ("fabricated",)))
-        elif not c.source_text:
+            continue
+        if not c.source_text:
             out.append(SupportCheck(False, ("no_source_text",)))
-        else:
-            label = next(found)
-            ok = label == "entailment"
-            out.append(SupportCheck(ok, () if ok else ("not_entailed",), nli=label))
+            continue
+        rows = read.get(i, [])
+        if quoted(c.claim, Candidate(chunk_id=c.chunk_id, doc_id=c.doc_id, title=c.title, text=c.source_text)):
+            out.append(SupportCheck(True, (), passage=hypothesis(c.claim), nli="entailment"))
+            continue
+        label, window = next(((lab, w) for lab, w in rows if lab == "entailment"),
+                             next(((lab, w) for lab, w in rows if lab == "contradiction"), ("neutral", "")))
+        ok = label == "entailment"
+        out.append(SupportCheck(ok, () if ok else ("not_entailed",), passage=window, nli=label))
     return out
 
 

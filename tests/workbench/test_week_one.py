@@ -219,6 +219,27 @@ def test_the_nli_judge_decides_when_a_model_resolves():
     assert checks[2].reasons == ("fabricated",)
 
 
+def test_the_nli_judge_reads_sentence_windows_and_takes_a_whole_sentence_quote_as_support():
+    class Windows:
+        """Entailment only when the premise is one sentence holding every claim word; a "not" reads as contradiction."""
+        labels = ("entailment", "neutral", "contradiction")
+
+        def predict(self, pairs):
+            return [[0.1, 0.1, 0.8] if "not" in h.split() else
+                    [0.8, 0.1, 0.1] if p.count(".") <= 1 and set(h.lower().split()) <= set(p.lower().split()) else
+                    [0.1, 0.8, 0.1] for p, h in pairs]
+
+    chunk = "Deliveries are signed . Retries use backoff with jitter . Keys rotate daily ."
+    cites = [wk.Citation("c", "q", "Retries use backoff [1]", 1, chunk_id="x", source_text=chunk),
+             wk.Citation("c", "q", "Keys do not rotate [1]", 1, chunk_id="x", source_text=chunk),
+             wk.Citation("c", "q", "Payloads are not signed.", 1, chunk_id="z",
+                         source_text="Intro text here. Payloads are not signed. More text.")]
+    checks = wk.nli_judge(cites, Windows())
+    assert checks[0].supports and checks[0].passage.startswith("Retries use backoff"), "one window entails it"
+    assert not checks[1].supports and checks[1].nli == "contradiction"
+    assert checks[2].supports and checks[2].nli == "entailment", "a whole sentence quoted word for word"
+
+
 def test_the_embedding_judge_checks_each_source_alone_and_needs_the_claims_values():
     embedder = FakeEmbedder()
     text = "The default timeout is 30 seconds. Retries back off exponentially."
