@@ -5,11 +5,12 @@ cites an offered source. Per cited source the premise is the sentence window the
 the claim (the passage it recorded; the chunk's text when the whole chunk was closest), the hypothesis the claim's
 text without its markers; one batched call to the NLI classifier (``validate.nli_model``) scores every pair.
 
-- **A quote is entailed**: a claim that stands word for word in a cited chunk as a whole sentence or a clause ended
-  by ";" (case, spacing and Markdown emphasis aside) is entailed by definition; the model still reads it and its
-  probabilities are recorded, but its label is not asked to overrule the copy (``nli_quoted``). Small NLI models
-  learn that a "not" in the hypothesis means contradiction, and would otherwise fail verbatim quotes of negated
-  sentences.
+- **A quote or a restatement is entailed**: a claim that stands word for word in a cited chunk as a whole sentence
+  or a clause ended by ";" (case, spacing and Markdown emphasis aside), or whose every content word and every
+  negation stands in one cited sentence window (:func:`restated`), is taken as entailed; the model still reads it
+  and its probabilities are recorded, but its label is not asked to overrule the copy (``nli_quoted``). Small NLI
+  models learn that a "not" in the hypothesis means contradiction, and would otherwise fail faithful restatements
+  of negated sentences.
 - **Label per claim**: entailment when ANY cited passage entails it (the validator's ANY rule: an answer may cite
   both sides of a disagreement), else contradiction when any contradicts it, else neutral. The recorded
   probabilities and passage are those of the source that decided: the most entailing one, else the most
@@ -67,6 +68,12 @@ def _plain(text: str) -> str:
     return " ".join(re.sub(r"[*_`]", "", text).casefold().split())
 
 
+def _windows(text: str) -> list[str]:
+    from pipeline.validation.citations import chunk_passages
+
+    return chunk_passages(text)[1:] or [text]
+
+
 def quoted(claim: str, chunk: Candidate) -> bool:
     """Does the claim (markers out) stand word for word in the chunk's text as a whole sentence or clause: starting
     where a sentence starts and ending where one ends (or at a ";")? A piece cut from inside a sentence ("X" out of
@@ -82,6 +89,31 @@ def quoted(claim: str, chunk: Candidate) -> bool:
         if starts and (not after or after[0] in ".!?;"):
             return True
     return False
+
+
+_NEGATION = re.compile(r"\b(not|no|never|none|nothing|neither|nor|cannot|without)\b|n't\b", re.IGNORECASE)
+
+
+def _negations(text: str) -> list[str]:
+    return sorted(m.group(0).lower() for m in _NEGATION.finditer(text))
+
+
+def restated(claim: str, windows: Sequence[str]) -> str | None:
+    """The sentence window that states the claim in its own words: every content word of the claim (stemmed, stop
+    words and markers aside) is in the window, and so is the same set of negations ("not", "never", "n't", ...).
+    A changed number, a swapped name, an added qualifier or a flipped negation each bring a word the window lacks
+    or change the negations, so none of them is a restatement; a reordering of the window's own words is (a known
+    limit: "A sends to B" restates "B sends to A")."""
+    from pipeline.text.tokenize import STOP_WORDS, tokenize
+
+    text = hypothesis(claim)
+    words = {t for t in tokenize(text) if t not in STOP_WORDS}
+    if len(words) < 3:
+        return None
+    for window in windows:
+        if words <= set(tokenize(window)) and _negations(text) == _negations(window):
+            return window
+    return None
 
 
 def label_of(probs: Sequence[float]) -> str:
@@ -157,7 +189,8 @@ def check(claims: tuple[ClaimCheck, ...], offered: dict[int, str], by_id: dict[s
             continue
         label, marker, passage, row = claim_label(by_claim[i])
         copied = next((n for n in dict.fromkeys(c.markers) if n in offered and offered[n] in by_id
-                       and quoted(c.text, by_id[offered[n]])), None)
+                       and (quoted(c.text, by_id[offered[n]])
+                            or restated(c.text, _windows(by_id[offered[n]].text)) is not None)), None)
         if copied is not None and label != "entailment":
             label, marker = "entailment", copied
             passage, row = next((p, r) for n, p, r in by_claim[i] if n == copied)

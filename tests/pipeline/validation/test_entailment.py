@@ -160,3 +160,14 @@ class _Broken:
         if isinstance(self.what, Exception):
             raise self.what
         return self.what
+
+
+@pytest.mark.parametrize("claim, restates", [
+    ("Publishers calling the ingest API never receive this code.", True),    # reordered, same negation
+    ("Publishers calling the ingest API receive this code.", False),          # negation dropped
+    ("Publishers calling the ingest API never receive this code on Sundays.", False),  # a qualifier it lacks
+    ("Subscribers calling the ingest API never receive this code.", False),  # a swapped name
+])
+def test_a_restatement_in_the_windows_own_words_and_negations(claim, restates):
+    window = "This is a delivery-side code: publishers calling the ingest API never receive it."
+    assert (entailment.restated(claim, [window]) is not None) is restates
