@@ -99,7 +99,7 @@ def _negations(text: str) -> list[str]:
 
 
 def restated(claim: str, windows: Sequence[str]) -> str | None:
-    """The sentence window that states the claim in its own words: every content word of the claim (stemmed, stop
+    """The one-sentence window that states the claim in its own words: every content word of the claim (stemmed, stop
     words and markers aside) is in the window, and so is the same set of negations ("not", "never", "n't", ...).
     A changed number, a swapped name, an added qualifier or a flipped negation each bring a word the window lacks
     or change the negations, so none of them is a restatement; a reordering of the window's own words is (a known
@@ -110,7 +110,11 @@ def restated(claim: str, windows: Sequence[str]) -> str | None:
     words = {t for t in tokenize(text) if t not in STOP_WORDS}
     if len(words) < 3:
         return None
+    from pipeline.text.sentences import sentence_spans
+
     for window in windows:
+        if len(sentence_spans(window)) > 1:   # a negation in the neighbouring sentence must not stand in for one
+            continue
         if words <= set(tokenize(window)) and _negations(text) == _negations(window):
             return window
     return None

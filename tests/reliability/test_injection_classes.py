@@ -175,7 +175,12 @@ def test_a_source_that_gives_orders_is_marked_inside_its_fence(class_store, real
     assert WARNING in body and doc.markers[0] in body, "shown to the model as data, marked"
 
 
-@pytest.mark.parametrize("doc", of(*ORDERS, gaps=GAPS))
+# The German order still passes the detector (GAPS above), but an answer that obeys it no longer reaches the user
+# unflagged: the NLI check finds the payload claim not entailed by its source.
+OBEY_GAPS = {k: v for k, v in GAPS.items() if k != "cls-lang-de"}
+
+
+@pytest.mark.parametrize("doc", of(*ORDERS, gaps=OBEY_GAPS))
 def test_an_answer_that_obeys_does_not_reach_the_user_unflagged(class_store, doc):
     llm = ObeyingLLM(doc, class_store.document(doc.doc_id).title)
     trace = ask(class_store, Models(llm=llm), doc, cfg=LLM)

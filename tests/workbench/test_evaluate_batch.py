@@ -98,9 +98,9 @@ def test_the_cli_prints_cases_per_second(demo_store_fake, capsys):
 
 def test_a_rerun_that_changes_only_the_gate_reuses_retrieval_and_matches_a_fresh_run(demo_store_fake, small_blocks):
     golden, models = _golden(30), fake_models()
-    first = evaluate.evaluate(golden, demo_store_fake, models, PipelineConfig(), nli=False)
-    stricter = PipelineConfig().with_overrides({"gate.confidence_threshold_rerank": 0.9,
-                                                "validate.claim_threshold": 0.7})
+    cosine = PipelineConfig().with_overrides({"validate.nli": "off"})   # a threshold the rows show: the cosine's
+    first = evaluate.evaluate(golden, demo_store_fake, models, cosine, nli=False)
+    stricter = cosine.with_overrides({"gate.confidence_threshold_rerank": 0.9, "validate.claim_threshold": 0.7})
     reused = evaluate.evaluate(golden, demo_store_fake, models, stricter, nli=False, reuse=first)
     fresh = evaluate.evaluate(golden, demo_store_fake, fake_models(), stricter, nli=False)
     assert _rows(reused) == _rows(fresh) and _rows(reused) != _rows(first)

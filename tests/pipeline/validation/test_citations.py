@@ -1,4 +1,5 @@
-"""Citation validation: verdicts, fabricated markers, dimmed and superseded sources, one encoder call."""
+"""Citation validation: verdicts, fabricated markers, dimmed and superseded sources, one encoder call. The embedding
+check alone (validate.nli=off): the NLI check is tested in test_entailment.py and tests/pipeline/models/test_nli_model.py."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def generation(answer: str, offered: tuple[str, ...] = ("timeout", "retries", "s
 
 def validate(answer: str, embedder=None, cfg: ValidateConfig | None = None, **kw):
     embedder = embedder or FakeEmbedder()
-    return citations.run(generation(answer, **kw), candidates(), cfg or ValidateConfig(), StageContext(Models(embedder=embedder))), embedder
+    return citations.run(generation(answer, **kw), candidates(), cfg or ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=embedder))), embedder
 
 
 def test_one_fabricated_one_unsupported_one_supported_is_reported_exactly_so():
@@ -99,8 +100,8 @@ def test_a_claim_restating_one_sentence_of_a_long_chunk_is_supported_only_with_p
                       enumerate(["storage", "cluster", "console", "billing", "metrics", "quorum", "tls", "dns"]))
     gen = generation(f"{SUPPORTED} [1].", offered=("long",))
     long = (Candidate(chunk_id="long", doc_id="doc-long", title="Long", text=f"{filler} {SUPPORTED}. {filler}"),)
-    by_passage = citations.run(gen, long, ValidateConfig(), StageContext(Models(embedder=FakeEmbedder())))
-    by_chunk = citations.run(gen, long, ValidateConfig(match="chunk"), StageContext(Models(embedder=FakeEmbedder())))
+    by_passage = citations.run(gen, long, ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=FakeEmbedder())))
+    by_chunk = citations.run(gen, long, ValidateConfig(nli="off", match="chunk"), StageContext(Models(embedder=FakeEmbedder())))
     assert by_passage.claims[0].verdict == "supported"
     assert by_chunk.claims[0].verdict == "unsupported" and by_chunk.claims[0].similarities[0].passage == ""
 
@@ -110,7 +111,7 @@ def test_the_configured_threshold_decides():
     default, _ = validate(answer)
     similarity = default.claims[0].best_similarity
     assert default.claims[0].verdict == "supported" and similarity < 0.99
-    strict, _ = validate(answer, cfg=ValidateConfig(claim_threshold=round(similarity + 0.01, 2)))
+    strict, _ = validate(answer, cfg=ValidateConfig(nli="off", claim_threshold=round(similarity + 0.01, 2)))
     assert strict.claims[0].verdict == "unsupported"
     assert strict.threshold == round(similarity + 0.01, 2)
 
@@ -131,13 +132,13 @@ def test_sources_offered_but_never_cited_are_listed_for_dimming():
 
 def test_offered_chunks_that_are_superseded_are_marked():
     gen = generation(f"{SUPPORTED} [1].")
-    val = citations.run(gen, candidates(superseded=("retries",)), ValidateConfig(), StageContext(Models(embedder=FakeEmbedder())))
+    val = citations.run(gen, candidates(superseded=("retries",)), ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=FakeEmbedder())))
     assert val.superseded_sources == (2,)
 
 
 def test_sources_are_matched_to_candidate_texts_by_chunk_id_not_by_position():
     gen = generation(f"{SUPPORTED} [2].", offered=("signing", "timeout"))
-    val = citations.run(gen, tuple(reversed(candidates())), ValidateConfig(), StageContext(Models(embedder=FakeEmbedder())))
+    val = citations.run(gen, tuple(reversed(candidates())), ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=FakeEmbedder())))
     assert val.claims[0].similarities[0].chunk_id == "timeout"
     assert val.claims[0].verdict == "supported"
 
@@ -151,7 +152,7 @@ def test_headings_and_lead_ins_are_listed_as_non_claims_not_counted_as_uncited()
 
 def test_a_cited_source_whose_text_is_missing_is_unverified_not_fabricated():
     gen = generation(f"{SUPPORTED} [1].")
-    val = citations.run(gen, candidates()[1:], ValidateConfig(), StageContext(Models(embedder=FakeEmbedder())))
+    val = citations.run(gen, candidates()[1:], ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=FakeEmbedder())))
     (claim,) = val.claims
     assert claim.verdict == "unsupported" and claim.fabricated_markers == ()
     assert claim.similarities[0].chunk_id == "timeout" and claim.similarities[0].similarity is None
@@ -164,7 +165,7 @@ def test_a_cited_source_whose_text_is_missing_is_unverified_not_fabricated():
 ])
 def test_nothing_to_validate_is_skipped_with_a_reason_and_no_encoder_call(gen):
     embedder = FakeEmbedder()
-    val = citations.run(gen, candidates(), ValidateConfig(), StageContext(Models(embedder=embedder)))
+    val = citations.run(gen, candidates(), ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=embedder)))
     assert val.status == "skipped" and val.reason
     assert val.claims == () and embedder.calls == 0
 
@@ -215,7 +216,7 @@ def test_the_one_call_uses_the_configured_mini_batch_and_works_without_one():
             seen.append(batch_size)
             return super().encode(texts, batch_size)
 
-    validate(f"{SUPPORTED} [1].", embedder=Recording(), cfg=ValidateConfig(encode_batch_size=4))
+    validate(f"{SUPPORTED} [1].", embedder=Recording(), cfg=ValidateConfig(nli="off", encode_batch_size=4))
     assert seen == [4]
     plain, embedder = validate(f"{SUPPORTED} [1].", embedder=PlainEmbedder())
     assert plain.status == "ran" and plain.supported == 1 and embedder.calls == 1
@@ -256,7 +257,7 @@ def test_real_minilm_separates_a_supported_claim_from_an_unrelated_one(real_mode
     embedder = real_models.embedder(EmbeddingConfig())
     answer = ("ERR_TIMEOUT_502 is recorded when the endpoint does not answer within delivery.timeout_ms [1]. "
               "The web console is written in React and supports dark mode [1].")
-    val = citations.run(generation(answer), candidates(), ValidateConfig(), StageContext(Models(embedder=embedder)))
+    val = citations.run(generation(answer), candidates(), ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=embedder)))
     assert [c.verdict for c in val.claims] == ["supported", "unsupported"]
     assert val.encoder_calls == 1
 
@@ -328,7 +329,7 @@ def test_a_supported_looking_claim_with_a_value_no_source_has_is_unsupported(fak
                      "to 1.2 and can be raised to 1.3.")
     gen = GenerationTrace(status="answered", backend="litellm", answer="The minimum TLS version tls.min_version "
                           "defaults to 1.0 [1].", sources=(Source(number=1, chunk_id="c1", doc_id="d", title="TLS"),))
-    trace = citations.run(gen, (cand,), ValidateConfig(claim_threshold=0.3), StageContext(Models(embedder=fake_embedder)))
+    trace = citations.run(gen, (cand,), ValidateConfig(nli="off", claim_threshold=0.3), StageContext(Models(embedder=fake_embedder)))
     (claim,) = trace.claims
     assert claim.best_similarity >= 0.3 and claim.verdict == "unsupported"
     assert citations.claim_marker_verdicts(claim, 0.3) == {1: "unsupported"}
@@ -354,7 +355,7 @@ def test_a_copied_marker_is_no_citation_and_one_to_a_source_never_offered_stays_
     gen = GenerationTrace(status="answered", backend="litellm", sources=sources,
                           answer="Retries stop after two attempts, as the handbook explains [2]. The operations "
                                  "handbook [9] has more.")
-    trace = citations.run(gen, cands, ValidateConfig(), StageContext(Models(embedder=fake_embedder)))
+    trace = citations.run(gen, cands, ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=fake_embedder)))
     first, second = trace.claims
     assert first.markers == () and first.verdict == "uncited", "[2] was the source's, not the model's"
     assert 9 in second.fabricated_markers and trace.fabricated_markers == (9,)
@@ -412,7 +413,7 @@ def _with_neighbour(answer: str, stored: tuple[str, ...], cfg: ValidateConfig | 
             return lookup
 
     gen = generation(answer, offered=("timeout", "retries", "signing", "neighbour"))
-    return citations.run(gen, cands, cfg or ValidateConfig(), Ctx(Models(embedder=embedder))), embedder
+    return citations.run(gen, cands, cfg or ValidateConfig(nli="off", nli="off"), Ctx(Models(embedder=embedder))), embedder
 
 
 def test_a_sentence_copied_from_one_source_but_cited_to_a_neighbour_is_flagged_misattributed():
@@ -429,11 +430,11 @@ def test_citing_the_source_that_states_it_is_not_flagged_and_the_margin_switches
     right, _ = _with_neighbour(f"{COPIED} [2].", stored=tuple(CHUNKS) + ("neighbour",))
     assert right.claims[0].closer_source is None and right.misattributed == 0
     off, _ = _with_neighbour(f"{COPIED} [4].", stored=tuple(CHUNKS) + ("neighbour",),
-                             cfg=ValidateConfig(misattribution_margin=0.0))
+                             cfg=ValidateConfig(nli="off", misattribution_margin=0.0))
     assert off.claims[0].closer_source is None and off.misattributed == 0
     assert off.claims[0].verdict == "supported"
     wide, _ = _with_neighbour(f"{COPIED} [4].", stored=tuple(CHUNKS) + ("neighbour",),
-                              cfg=ValidateConfig(misattribution_margin=0.5))
+                              cfg=ValidateConfig(nli="off", misattribution_margin=0.5))
     assert wide.misattributed == 0   # 1.0 does not beat the cited source by 0.5
 
 
