@@ -43,7 +43,7 @@ def generation(answer: str, offered: tuple[str, ...] = ("timeout", "retries", "s
 
 def validate(answer: str, embedder=None, cfg: ValidateConfig | None = None, **kw):
     embedder = embedder or FakeEmbedder()
-    return citations.run(generation(answer, **kw), candidates(), cfg or ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=embedder))), embedder
+    return citations.run(generation(answer, **kw), candidates(), cfg or ValidateConfig(nli="off"), StageContext(Models(embedder=embedder))), embedder
 
 
 def test_one_fabricated_one_unsupported_one_supported_is_reported_exactly_so():
@@ -100,7 +100,7 @@ def test_a_claim_restating_one_sentence_of_a_long_chunk_is_supported_only_with_p
                       enumerate(["storage", "cluster", "console", "billing", "metrics", "quorum", "tls", "dns"]))
     gen = generation(f"{SUPPORTED} [1].", offered=("long",))
     long = (Candidate(chunk_id="long", doc_id="doc-long", title="Long", text=f"{filler} {SUPPORTED}. {filler}"),)
-    by_passage = citations.run(gen, long, ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=FakeEmbedder())))
+    by_passage = citations.run(gen, long, ValidateConfig(nli="off"), StageContext(Models(embedder=FakeEmbedder())))
     by_chunk = citations.run(gen, long, ValidateConfig(nli="off", match="chunk"), StageContext(Models(embedder=FakeEmbedder())))
     assert by_passage.claims[0].verdict == "supported"
     assert by_chunk.claims[0].verdict == "unsupported" and by_chunk.claims[0].similarities[0].passage == ""
@@ -132,13 +132,13 @@ def test_sources_offered_but_never_cited_are_listed_for_dimming():
 
 def test_offered_chunks_that_are_superseded_are_marked():
     gen = generation(f"{SUPPORTED} [1].")
-    val = citations.run(gen, candidates(superseded=("retries",)), ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=FakeEmbedder())))
+    val = citations.run(gen, candidates(superseded=("retries",)), ValidateConfig(nli="off"), StageContext(Models(embedder=FakeEmbedder())))
     assert val.superseded_sources == (2,)
 
 
 def test_sources_are_matched_to_candidate_texts_by_chunk_id_not_by_position():
     gen = generation(f"{SUPPORTED} [2].", offered=("signing", "timeout"))
-    val = citations.run(gen, tuple(reversed(candidates())), ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=FakeEmbedder())))
+    val = citations.run(gen, tuple(reversed(candidates())), ValidateConfig(nli="off"), StageContext(Models(embedder=FakeEmbedder())))
     assert val.claims[0].similarities[0].chunk_id == "timeout"
     assert val.claims[0].verdict == "supported"
 
@@ -152,7 +152,7 @@ def test_headings_and_lead_ins_are_listed_as_non_claims_not_counted_as_uncited()
 
 def test_a_cited_source_whose_text_is_missing_is_unverified_not_fabricated():
     gen = generation(f"{SUPPORTED} [1].")
-    val = citations.run(gen, candidates()[1:], ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=FakeEmbedder())))
+    val = citations.run(gen, candidates()[1:], ValidateConfig(nli="off"), StageContext(Models(embedder=FakeEmbedder())))
     (claim,) = val.claims
     assert claim.verdict == "unsupported" and claim.fabricated_markers == ()
     assert claim.similarities[0].chunk_id == "timeout" and claim.similarities[0].similarity is None
@@ -165,7 +165,7 @@ def test_a_cited_source_whose_text_is_missing_is_unverified_not_fabricated():
 ])
 def test_nothing_to_validate_is_skipped_with_a_reason_and_no_encoder_call(gen):
     embedder = FakeEmbedder()
-    val = citations.run(gen, candidates(), ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=embedder)))
+    val = citations.run(gen, candidates(), ValidateConfig(nli="off"), StageContext(Models(embedder=embedder)))
     assert val.status == "skipped" and val.reason
     assert val.claims == () and embedder.calls == 0
 
@@ -257,7 +257,7 @@ def test_real_minilm_separates_a_supported_claim_from_an_unrelated_one(real_mode
     embedder = real_models.embedder(EmbeddingConfig())
     answer = ("ERR_TIMEOUT_502 is recorded when the endpoint does not answer within delivery.timeout_ms [1]. "
               "The web console is written in React and supports dark mode [1].")
-    val = citations.run(generation(answer), candidates(), ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=embedder)))
+    val = citations.run(generation(answer), candidates(), ValidateConfig(nli="off"), StageContext(Models(embedder=embedder)))
     assert [c.verdict for c in val.claims] == ["supported", "unsupported"]
     assert val.encoder_calls == 1
 
@@ -355,7 +355,7 @@ def test_a_copied_marker_is_no_citation_and_one_to_a_source_never_offered_stays_
     gen = GenerationTrace(status="answered", backend="litellm", sources=sources,
                           answer="Retries stop after two attempts, as the handbook explains [2]. The operations "
                                  "handbook [9] has more.")
-    trace = citations.run(gen, cands, ValidateConfig(nli="off", nli="off"), StageContext(Models(embedder=fake_embedder)))
+    trace = citations.run(gen, cands, ValidateConfig(nli="off"), StageContext(Models(embedder=fake_embedder)))
     first, second = trace.claims
     assert first.markers == () and first.verdict == "uncited", "[2] was the source's, not the model's"
     assert 9 in second.fabricated_markers and trace.fabricated_markers == (9,)
@@ -413,7 +413,7 @@ def _with_neighbour(answer: str, stored: tuple[str, ...], cfg: ValidateConfig | 
             return lookup
 
     gen = generation(answer, offered=("timeout", "retries", "signing", "neighbour"))
-    return citations.run(gen, cands, cfg or ValidateConfig(nli="off", nli="off"), Ctx(Models(embedder=embedder))), embedder
+    return citations.run(gen, cands, cfg or ValidateConfig(nli="off"), Ctx(Models(embedder=embedder))), embedder
 
 
 def test_a_sentence_copied_from_one_source_but_cited_to_a_neighbour_is_flagged_misattributed():
