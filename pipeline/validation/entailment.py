@@ -20,6 +20,9 @@ text without its markers; one batched call to the NLI classifier (``validate.nli
   whatever its cosine. ``contradiction`` removes support only from a contradicted claim. A claim the embedding check
   or the key-fact check rejected stays unsupported: the cheap checks are a pre-filter, the model can only take
   support away. The verdict before the model is kept on the claim (``embedding_verdict``) for the agreement report.
+- **Prose only**: a claim that is a rendered table row, a command line, JSON or a log line (:func:`structured`) is
+  not read by the model (trained on prose sentences); its verdict stays the embedding check's and the trace's
+  ``nli_reason`` counts it.
 - **Degradation**: ``off`` loads nothing; a model that does not resolve is ``unavailable`` and one that raises
   ``failed``, each with the reason on the trace, and the verdicts stay the embedding check's.
 """
@@ -120,6 +123,19 @@ def restated(claim: str, windows: Sequence[str]) -> str | None:
     return None
 
 
+_TABLE_ROW = re.compile(r"^[^;:]{1,60}: [^;]*(?:; [^;:]{1,60}:(?: [^;]*)?)+$")
+_CLI_FLAG = re.compile(r"(?:^|\s)--?[a-z][\w-]*")
+_LOG_LINE = re.compile(r"^(?:ERROR|WARN|WARNING|INFO|DEBUG|FATAL)\b")
+
+
+def structured(claim: str) -> bool:
+    """Is the claim a rendered table row ("Setting: x; Default: 8"), a command line with flags, JSON or markup, or a
+    log line? The model was trained on prose sentences; these are left to the embedding check and key facts."""
+    text = hypothesis(claim).strip()
+    return bool(_TABLE_ROW.match(text) or _CLI_FLAG.search(text) or _LOG_LINE.match(text)
+                or text.startswith(("{", "[", "<")))
+
+
 def label_of(probs: Sequence[float]) -> str:
     return LABELS[int(np.argmax(probs))]
 
@@ -162,12 +178,17 @@ def check(claims: tuple[ClaimCheck, ...], offered: dict[int, str], by_id: dict[s
         return NLIOutcome(claims, "off", cfg.nli_model, "validate.nli=off: the embedding check alone decides")
     started = time.perf_counter()
     pairs: list[tuple[int, int, str]] = []   # (claim index, marker, premise)
+    unread = sum(1 for c in claims if c.markers and structured(c.text))
+    note = (f"{unread} structured claim(s) (table rows, commands, JSON, log lines) left to the embedding check"
+            if unread else "")
     for i, c in enumerate(claims):
+        if structured(c.text):
+            continue
         for n in dict.fromkeys(c.markers):
             if n in offered and offered[n] in by_id:
                 pairs.append((i, n, premise(c, n, by_id[offered[n]])))
     if not pairs:
-        return NLIOutcome(claims, "ran", cfg.nli_model, "no claim cites an offered source")
+        return NLIOutcome(claims, "ran", cfg.nli_model, note or "no claim cites an offered source")
     try:
         model = ctx.nli(cfg.nli_model)
     except (ModelUnavailable, ImportError, OSError) as exc:
@@ -201,5 +222,5 @@ def check(claims: tuple[ClaimCheck, ...], offered: dict[int, str], by_id: dict[s
         out.append(dataclasses.replace(c, embedding_verdict=c.verdict, verdict=verdict_after(c, label, cfg.nli),
                                        nli_label=label, nli_probs=tuple(round(float(x), 4) for x in row),
                                        nli_marker=marker, nli_passage=passage, nli_quoted=copied is not None))
-    return NLIOutcome(tuple(out), "ran", cfg.nli_model, "", len(pairs),
+    return NLIOutcome(tuple(out), "ran", cfg.nli_model, note, len(pairs),
                       round((time.perf_counter() - started) * 1000, 3))

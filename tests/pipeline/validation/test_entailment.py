@@ -171,3 +171,23 @@ class _Broken:
 def test_a_restatement_in_the_windows_own_words_and_negations(claim, restates):
     window = "This is a delivery-side code: publishers calling the ingest API never receive it."
     assert (entailment.restated(claim, [window]) is not None) is restates
+
+
+@pytest.mark.parametrize("claim, is_structured", [
+    ("Setting: delivery.max_retries; Default in 3.1: 8; Effect: retries before the DLQ", True),
+    ("harborctl endpoints update ep_01 --signing-algorithm hmac-sha256", True),
+    ('{"endpoint_id": "ep_01"}', True),
+    ("WARN security: endpoint ep_01 uses a deprecated algorithm", True),
+    ("The default timeout is 15000 ms per attempt.", False),
+    ("Note: the retry limit is 8 in 3.1.", False),
+])
+def test_structured_claims_are_left_to_the_embedding_check(claim, is_structured):
+    assert entailment.structured(claim) is is_structured
+
+
+def test_a_table_row_claim_is_not_read_and_the_trace_says_so():
+    contrarian = _Always("contradiction")
+    val = run("Timeout: 15000 ms; Retries: 8 [1].", nli=contrarian,
+              texts=("| Timeout | Retries |\n|---|---|\n| 15000 ms | 8 |", RETRIES))
+    assert val.claims[0].nli_label == "" and not contrarian.seen
+    assert "1 structured claim" in val.nli_reason
