@@ -123,7 +123,7 @@ def restated(claim: str, windows: Sequence[str]) -> str | None:
     return None
 
 
-_TABLE_ROW = re.compile(r"^[^;:]{1,60}: [^;]*(?:; [^;:]{1,60}:(?: [^;]*)?)+$")
+_TABLE_ROW = re.compile(r"^[^;:]{1,60}: [^;]*; [^;:]{1,60}:")   # "Header: value; Header: value ..." (a cell may hold ;)
 _CLI_FLAG = re.compile(r"(?:^|\s)--?[a-z][\w-]*")
 _LOG_LINE = re.compile(r"^(?:ERROR|WARN|WARNING|INFO|DEBUG|FATAL)\b")
 

@@ -180,6 +180,8 @@ def test_a_restatement_in_the_windows_own_words_and_negations(claim, restates):
     ("WARN security: endpoint ep_01 uses a deprecated algorithm", True),
     ("The default timeout is 15000 ms per attempt.", False),
     ("Note: the retry limit is 8 in 3.1.", False),
+    ("Version: 2.4; HMAC-SHA1: allowed; HMAC-SHA256 is the default", True),
+    ("Note: retries back off; the cap is 300 s.", False),
 ])
 def test_structured_claims_are_left_to_the_embedding_check(claim, is_structured):
     assert entailment.structured(claim) is is_structured
