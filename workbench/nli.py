@@ -109,20 +109,23 @@ def summarise(claims: Sequence[ClaimPairs], verdicts: Sequence[bool], model_name
             "nli_only": round_or_none(rate(nli_only, n)), "both_supported": both}
 
 
-def from_validator(traces: Sequence[Trace], model_name: str) -> dict | None:
-    """The NLI block from the validator's own labels, when it read every cited claim (no model run here)."""
-    claims = cited_claims(traces)
+def _read_by_validator(claims: Sequence[ClaimPairs], model_name: str) -> dict | None:
     if claims and all(c.nli_label for c in claims):
         return {**summarise(claims, [c.nli_label == "entailment" for c in claims], model_name), "source": "validator"}
     return None
 
 
+def from_validator(traces: Sequence[Trace], model_name: str) -> dict | None:
+    """The NLI block from the validator's own labels, when it read every cited claim (no model run here)."""
+    return _read_by_validator(cited_claims(traces), model_name)
+
+
 def nli_support(traces: Sequence[Trace], models: Models, model_name: str, progress: bool = False) -> dict:
     """The NLI block of the evaluation summary (see the module docstring)."""
-    read = from_validator(traces, model_name)
+    claims = cited_claims(traces)
+    read = _read_by_validator(claims, model_name)
     if read is not None:   # the validator read every claim already
         return read
-    claims = cited_claims(traces)
     if not model_name:
         return unavailable(model_name, "validate.nli_model is empty")
     try:

@@ -30,6 +30,7 @@ text without its markers; one batched call to the NLI classifier (``validate.nli
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import time
 from collections.abc import Sequence
@@ -71,10 +72,11 @@ def _plain(text: str) -> str:
     return " ".join(re.sub(r"[*_`]", "", text).casefold().split())
 
 
-def _windows(text: str) -> list[str]:
+@functools.lru_cache(maxsize=1024)
+def _windows(text: str) -> tuple[str, ...]:
     from pipeline.validation.citations import chunk_passages
 
-    return chunk_passages(text)[1:] or [text]
+    return tuple(chunk_passages(text)[1:]) or (text,)
 
 
 def quoted(claim: str, chunk: Candidate) -> bool:
@@ -113,14 +115,24 @@ def restated(claim: str, windows: Sequence[str]) -> str | None:
     words = {t for t in tokenize(text) if t not in STOP_WORDS}
     if len(words) < 3:
         return None
-    from pipeline.text.sentences import sentence_spans
-
+    negations = _negations(text)
     for window in windows:
-        if len(sentence_spans(window)) > 1:   # a negation in the neighbouring sentence must not stand in for one
-            continue
-        if words <= set(tokenize(window)) and _negations(text) == _negations(window):
+        reading = _reading(window)
+        if reading is not None and words <= reading[0] and negations == reading[1]:
             return window
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _reading(window: str) -> tuple[frozenset[str], list[str]] | None:
+    """A one-sentence window's tokens and negations (None for a window of several sentences: a negation in the
+    neighbouring sentence must not stand in for one); cached, since every claim citing a chunk reads its windows."""
+    from pipeline.text.sentences import sentence_spans
+    from pipeline.text.tokenize import tokenize
+
+    if len(sentence_spans(window)) > 1:
+        return None
+    return frozenset(tokenize(window)), _negations(window)
 
 
 _TABLE_ROW = re.compile(r"^[^;:]{1,60}: [^;]*; [^;:]{1,60}:")   # "Header: value; Header: value ..." (a cell may hold ;)
@@ -178,11 +190,12 @@ def check(claims: tuple[ClaimCheck, ...], offered: dict[int, str], by_id: dict[s
         return NLIOutcome(claims, "off", cfg.nli_model, "validate.nli=off: the embedding check alone decides")
     started = time.perf_counter()
     pairs: list[tuple[int, int, str]] = []   # (claim index, marker, premise)
-    unread = sum(1 for c in claims if c.markers and structured(c.text))
+    skipped = [structured(c.text) for c in claims]
+    unread = sum(1 for c, skip in zip(claims, skipped, strict=True) if skip and c.markers)
     note = (f"{unread} structured claim(s) (table rows, commands, JSON, log lines) left to the embedding check"
             if unread else "")
     for i, c in enumerate(claims):
-        if structured(c.text):
+        if skipped[i]:
             continue
         for n in dict.fromkeys(c.markers):
             if n in offered and offered[n] in by_id:

@@ -27,7 +27,7 @@ import gzip
 import hashlib
 import json
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,24 +64,31 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def read_pool(path: Path) -> list[Pair]:
-    """The answerability pool's rows as pairs; a malformed row is skipped and counted, never fatal."""
+def read_pairs(path: Path, header: list[str], parse: Callable[[list[str]], Pair | None], what: str) -> list[Pair]:
+    """A gzip TSV pool (quoting off: its fields hold quote characters) as pairs: ``header`` must match, each row goes
+    through ``parse``, and a malformed row (``parse`` gives None) is skipped, never fatal. A missing or unreadable
+    file is one :class:`TrainDataError` naming it."""
     if not path.is_file():
-        raise TrainDataError(f"training pool not found: {path} (see ../shared/traindata/README.md)")
+        raise TrainDataError(f"{what} not found: {path} (see ../shared/traindata/README.md)")
     pairs: list[Pair] = []
     try:
         with gzip.open(path, "rt", encoding="utf-8", newline="") as fh:
             reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-            header = next(reader, None)
-            if header != ["source", "qid", "question", "sentence", "label"]:
-                raise TrainDataError(f"{path}: unexpected header {header!r}")
+            found = next(reader, None)
+            if found != header:
+                raise TrainDataError(f"{path}: unexpected header {found!r}")
             for row in reader:
-                parsed = parse_pool_row(row)
+                parsed = parse(row)
                 if parsed is not None:
                     pairs.append(parsed)
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise TrainDataError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
     return pairs
+
+
+def read_pool(path: Path) -> list[Pair]:
+    """The answerability pool's rows as pairs; a malformed row is skipped, never fatal."""
+    return read_pairs(path, ["source", "qid", "question", "sentence", "label"], parse_pool_row, "training pool")
 
 
 def parse_pool_row(row: list[str]) -> Pair | None:

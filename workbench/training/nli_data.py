@@ -22,8 +22,6 @@ Per epoch (:func:`nli_epoch_sample`): every training pair once, shuffled with ``
 
 from __future__ import annotations
 
-import csv
-import gzip
 import hashlib
 import random
 import re
@@ -31,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.text.sentences import sentence_spans
-from workbench.training.data import Pair, TrainDataError
+from workbench.training.data import Pair, read_pairs
 
 NLI_POOL_FILE = "nli_pool.tsv.gz"
 LABELS = ("entailment", "neutral", "contradiction")
@@ -79,22 +77,7 @@ def parse_nli_row(row: list[str]) -> Pair | None:
 
 def read_nli_pool(path: Path) -> list[Pair]:
     """The NLI pool's rows as pairs; a malformed row is skipped, never fatal."""
-    if not path.is_file():
-        raise TrainDataError(f"NLI pool not found: {path} (see ../shared/traindata/README.md)")
-    pairs: list[Pair] = []
-    try:
-        with gzip.open(path, "rt", encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-            header = next(reader, None)
-            if header != ["source", "premise", "hypothesis", "label"]:
-                raise TrainDataError(f"{path}: unexpected header {header!r}")
-            for row in reader:
-                parsed = parse_nli_row(row)
-                if parsed is not None:
-                    pairs.append(parsed)
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise TrainDataError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
-    return pairs
+    return read_pairs(path, ["source", "premise", "hypothesis", "label"], parse_nli_row, "NLI pool")
 
 
 def nli_held_apart(pair: Pair) -> str | None:

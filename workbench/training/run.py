@@ -78,15 +78,12 @@ def train_nli(data_dir: Path, out: Path, settings: TrainSettings, resume: bool =
                                               "wall_seconds_this_invocation": round(time.monotonic() - started, 1)})
 
 
-def export_nli(out: Path, data_dir: Path, commit: str, install_to_weights: bool = False,
-               report: Callable[[str], None] = print) -> Path:
-    """Export ``out/best`` of an NLI run to int8 ONNX, validate it on the held-apart sets through the validator's
-    classifier, write provenance and card; with ``install_to_weights`` copy it to ``pipeline/models/weights/nli``."""
+def _exported(out: Path, report: Callable[[str], None]) -> tuple[dict, TrainSettings, Path]:
+    """A finished run's ``train_result.json`` and settings, and its ``best/`` checkpoint exported to int8 ONNX in
+    ``out/export`` (the steps every task's export shares)."""
     import json
 
-    from workbench.training.export import export, install, validate_int8_nli, write_provenance
-    from workbench.training.nli_data import load_nli_split
-    from workbench.training.tasks import task
+    from workbench.training.export import export
 
     result_path = out / "train_result.json"
     if not result_path.exists() or not (out / "best").is_dir():
@@ -96,6 +93,18 @@ def export_nli(out: Path, data_dir: Path, commit: str, install_to_weights: bool 
     folder = out / "export"
     report(f"exporting {out / 'best'} to int8 ONNX in {folder}")
     export(out / "best", folder)
+    return result, settings, folder
+
+
+def export_nli(out: Path, data_dir: Path, commit: str, install_to_weights: bool = False,
+               report: Callable[[str], None] = print) -> Path:
+    """Export ``out/best`` of an NLI run to int8 ONNX, validate it on the held-apart sets through the validator's
+    classifier, write provenance and card; with ``install_to_weights`` copy it to ``pipeline/models/weights/nli``."""
+    from workbench.training.export import install, validate_int8_nli, write_provenance
+    from workbench.training.nli_data import load_nli_split
+    from workbench.training.tasks import task
+
+    result, settings, folder = _exported(out, report)
     split = load_nli_split(data_dir, seed=settings.seed)
     int8 = validate_int8_nli(folder, task("nli").val_sets(split, settings), settings.max_tokens)
     report(f"int8 validation: {task('nli').summary(int8)}; selection {int8['selection']:.4f}")
@@ -107,25 +116,13 @@ def export_answerability(out: Path, data_dir: Path, commit: str, install_to_weig
                          report: Callable[[str], None] = print) -> Path:
     """Export ``out/best`` to int8 ONNX in ``out/export``, validate it on the held-apart pairs, write its
     provenance and model card; with ``install_to_weights``, copy it to ``pipeline/models/weights/answerability``."""
-    import json
+    from workbench.training.export import install, validate_int8, write_provenance
+    from workbench.training.tasks import task
 
-    from workbench.training.export import export, install, validate_int8, write_provenance
-    from workbench.training.loop import TrainSettings
-
-    result_path = out / "train_result.json"
-    if not result_path.exists() or not (out / "best").is_dir():
-        raise FileNotFoundError(f"{out} holds no finished training run (train_result.json and best/): train first")
-    result = json.loads(result_path.read_text(encoding="utf-8"))
-    settings = TrainSettings(**result["settings"])
-    folder = out / "export"
-    report(f"exporting {out / 'best'} to int8 ONNX in {folder}")
-    export(out / "best", folder)
+    result, settings, folder = _exported(out, report)
     split = load_split(data_dir, use_squad=settings.use_squad)
-    from workbench.training.data import val_subset
-
-    val_pool = val_subset(split.val_pool, settings.val_questions, settings.seed)
-    val_squad = (val_subset(split.val_squad, settings.val_squad_questions, settings.seed)
-                 if settings.val_squad_questions else list(split.val_squad))
+    val = task("answerability").val_sets(split, settings)
+    val_pool, val_squad = val["val_pool"], val["val_squad"]
     int8 = validate_int8(folder, val_pool, val_squad, settings.max_tokens)
     report(f"int8 validation: selection {int8['selection']:.4f} (pool pair AUC {fmt(int8['val_pool']['pair_auc'])}, "
            f"SQuAD question AUC {fmt(int8['val_squad']['question_auc'])})")
