@@ -51,7 +51,10 @@ class ClaimPairs:
 
 
 def cited_claims(traces: Sequence[Trace]) -> list[ClaimPairs]:
-    """Every validated claim that cites an offered source, with the texts of the chunks it cites."""
+    """Every validated claim that cites an offered source, with the texts of the chunks it cites; where the validator
+    ran the NLI check, a claim it left unread (a table row, a command, a log line: not prose) is not an NLI claim."""
+    from pipeline.validation.entailment import structured
+
     out = []
     for t_index, trace in enumerate(traces):
         if trace.validation.status != "ran":
@@ -59,6 +62,8 @@ def cited_claims(traces: Sequence[Trace]) -> list[ClaimPairs]:
         offered = {s.number: s.chunk_id for s in trace.generation.sources}
         texts = {c.chunk_id: c.text for c in trace.retrieval.candidates}
         for c_index, claim in enumerate(trace.validation.claims):
+            if trace.validation.nli_status == "ran" and structured(claim.text):
+                continue
             premises = tuple(dict.fromkeys(texts[offered[n]] for n in claim.markers
                                            if n in offered and offered[n] in texts))
             before = claim.embedding_verdict or claim.verdict
