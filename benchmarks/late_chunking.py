@@ -84,7 +84,7 @@ def chunk_vectors(candidates, embedder, mode: str) -> dict:
     from pipeline.ingestion.documents import Chunk
     from pipeline.ingestion.ingest import _late_vectors
     from pipeline.storage.catalogue import StoredPassages
-    from pipeline.validation.citations import chunk_passages, passage_key
+    from pipeline.validation.passages import chunk_passages, passage_key
 
     chunks = [Chunk(c.chunk_id, c.doc_id, 0, c.text, tuple(c.heading_path), c.kind) for c in candidates]
     windows = [tuple(chunk_passages(c.text)[1:]) for c in chunks]

@@ -23,7 +23,7 @@ Method (:func:`week_one`):
      window of the cited chunk, hypothesis: the claim) (:func:`nli_judge`); the on arm's validator then runs
      without the model (``validate.nli=off``), so the judge is not the validator it judges;
    - otherwise (offline): the claim's cosine with the best of the cited chunk and its sentence windows
-     (:func:`pipeline.validation.citations.chunk_passages`, recomputed with the evaluation's embedder)
+     (:func:`pipeline.validation.passages.chunk_passages`, recomputed with the evaluation's embedder)
      reaches ``validate.claim_threshold``, AND every key fact of the claim (numbers, identifiers,
      ``key = value``; :func:`pipeline.validation.citations.missing_facts`) is written in that one source.
 
@@ -66,8 +66,9 @@ from pipeline.models.registry import Models, default_models
 from pipeline.models.resolve import ModelUnavailable
 from pipeline.storage.store import Store
 from pipeline.trace import Candidate, Trace, ValidationTrace
-from pipeline.validation.citations import COPIED_MARKER, chunk_passages, claim_marker_verdicts, missing_facts
+from pipeline.validation.citations import COPIED_MARKER, claim_marker_verdicts, missing_facts
 from pipeline.validation.claims import split_claims
+from pipeline.validation.passages import chunk_passages
 from workbench.correctness import Correctness, answer_facts, score_case
 from workbench.evaluate import (
     EvalModels,

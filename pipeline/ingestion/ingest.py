@@ -58,7 +58,7 @@ from pipeline.retrieval.bm25 import AVGDL_TOLERANCE, average_length, avgdl_drift
 from pipeline.storage.qdrant_index import IndexPoint
 from pipeline.storage.store import DocumentWrite, Store, point_id_for
 from pipeline.text.tokenize import tokenize
-from pipeline.validation.citations import passage_key
+from pipeline.validation.passages import passage_key
 
 
 @dataclass(frozen=True)

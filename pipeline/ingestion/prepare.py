@@ -30,7 +30,7 @@ from pipeline.config import PipelineConfig
 from pipeline.ingestion.chunking import chunk_document
 from pipeline.ingestion.documents import Chunk, Document, LoadProblem
 from pipeline.text.tokenize import tokenize
-from pipeline.validation.citations import chunk_passages
+from pipeline.validation.passages import chunk_passages
 
 
 @dataclass

@@ -71,7 +71,6 @@ with the reason and every marked claim stays ``unsupported`` (unverified is not 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import inspect
 import re
 
@@ -84,12 +83,11 @@ from pipeline.text.tokenize import STOP_WORDS, tokenize
 from pipeline.trace import Candidate, CitationScore, ClaimCheck, GenerationTrace, ValidationTrace
 from pipeline.validation import entailment
 from pipeline.validation.claims import Sentence, marker_numbers, split_claims
+from pipeline.validation.passages import chunk_passages, passage_key
 
 __all__ = ["run", "split_claims", "chunk_passages", "passage_key", "marker_verdicts", "claim_marker_verdicts",
            "key_facts", "missing_facts", "quoted_markers"]
 
-MAX_PASSAGES_PER_CHUNK = 64   # a chunk is ~220 words; this only bounds a pathological one
-PASSAGES_VERSION = "1"        # bump when chunk_passages changes, so stored windows are not reused
 CLAIMS_ONLY_BATCH = 64        # claims are all short: one mini-batch pads little
 COPIED = 0.9                  # misattribution by words: this share of the claim's content words in one window ...
 MIN_COPIED_WORDS = 4          # ... of a claim with at least this many (fewer match by chance)
@@ -214,26 +212,6 @@ def _closer(check: ClaimCheck, i: int, offered: dict[int, str], sims: dict, cfg:
     if best is None:
         return check
     return dataclasses.replace(check, closer_source=best[1], closer_similarity=best[2], closer_passage=best[3])
-
-
-def chunk_passages(text: str, match: str = "passage") -> list[str]:
-    """What one cited chunk is compared with: the whole chunk, plus (``match="passage"``) each of its
-    sentences and each pair of adjacent sentences. A claim usually restates one or two sentences of a chunk
-    that says several things; against the whole chunk its cosine is diluted by the rest (a sentence copied
-    verbatim from a 60-word chunk scored 0.40 with MiniLM), and a chunk longer than the encoder's 256 tokens
-    is truncated, so facts near its end would never match at all."""
-    if match == "chunk":
-        return [text]
-    sentences = [s.text for s in split_claims(text)
-                 if s.why_not not in ("heading", "code") and len(re.findall(r"\w+", s.text)) >= 3]
-    windows = sentences + [f"{a} {b}" for a, b in zip(sentences, sentences[1:], strict=False)]
-    return list(dict.fromkeys([text, *windows]))[:MAX_PASSAGES_PER_CHUNK]
-
-
-def passage_key(heading_path: tuple[str, ...] | list[str], text: str) -> str:
-    """What a chunk's stored validation vectors were made from: the windowing version and the indexed text."""
-    indexed = " > ".join(heading_path) + "\n" + text
-    return hashlib.sha1(f"{PASSAGES_VERSION}\x00{indexed}".encode()).hexdigest()
 
 
 def _stored(lookup, chunk_ids: list[str], by_id: dict[str, Candidate], embedder) -> dict[str, tuple]:

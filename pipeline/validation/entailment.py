@@ -41,6 +41,7 @@ from pipeline.config import ValidateConfig
 from pipeline.models.resolve import ModelUnavailable
 from pipeline.text.sentences import MARKER
 from pipeline.trace import Candidate, ClaimCheck
+from pipeline.validation.passages import chunk_passages
 
 LABELS = ("entailment", "neutral", "contradiction")   # the order the probabilities are recorded in
 
@@ -74,8 +75,6 @@ def _plain(text: str) -> str:
 
 @functools.lru_cache(maxsize=1024)
 def _windows(text: str) -> tuple[str, ...]:
-    from pipeline.validation.citations import chunk_passages
-
     return tuple(chunk_passages(text)[1:]) or (text,)
 
 

@@ -10,7 +10,7 @@ from pipeline.ingestion.documents import Chunk, Document
 from pipeline.ingestion.ingest import ingest_documents, window_spans
 from pipeline.models.registry import Models
 from pipeline.storage.store import Store
-from pipeline.validation.citations import chunk_passages
+from pipeline.validation.passages import chunk_passages
 
 
 class _Recording:
