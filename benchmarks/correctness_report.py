@@ -44,21 +44,48 @@ def _pct(value) -> str:
     return "n/a" if value is None else f"{value:.1%}"
 
 
-def agreement(cases: list[dict]) -> dict:
-    """Exact agreement with its 95 % Wilson interval, Cohen's kappa (scikit-learn; chance agreement removed) and
-    the confusion matrix {hand: {scorer: n}}."""
+def agreement(cases: list[dict], key: str = "scorer") -> dict:
+    """Exact agreement of ``case[key]`` with the hand label, with its 95 % Wilson interval, Cohen's kappa
+    (scikit-learn; chance agreement removed) and the confusion matrix {hand: {scorer: n}}."""
     from sklearn.metrics import cohen_kappa_score
 
     from workbench.metrics import wilson
 
     matrix = {h: {s: 0 for s in VERDICTS} for h in VERDICTS}
     for case in cases:
-        matrix[case["hand"]][case["scorer"]] += 1
+        matrix[case["hand"]][case[key]] += 1
     agree = sum(matrix[v][v] for v in VERDICTS)
-    kappa = (float(cohen_kappa_score([c["hand"] for c in cases], [c["scorer"] for c in cases], labels=list(VERDICTS)))
+    kappa = (float(cohen_kappa_score([c["hand"] for c in cases], [c[key] for c in cases], labels=list(VERDICTS)))
              if cases else None)
     return {"cases": len(cases), "agree": agree, "rate": agree / len(cases) if cases else None,
             "ci95": list(wilson(agree, len(cases))), "kappa": kappa, "matrix": matrix}
+
+
+def paired(cases: list[dict]) -> dict | None:
+    """The scorer with NLI vs without it on the same hand-labelled answers: cases only one of them gets right, the
+    exact McNemar test on those (SciPy ``binomtest``), and a bootstrap interval of the kappa difference
+    (resampling cases; with minus without)."""
+    if not cases or "scorer_without_nli" not in cases[0]:
+        return None
+    import numpy as np
+    from scipy.stats import binomtest
+    from sklearn.metrics import cohen_kappa_score
+
+    with_only = sum(c["scorer"] == c["hand"] != c["scorer_without_nli"] for c in cases)
+    without_only = sum(c["scorer_without_nli"] == c["hand"] != c["scorer"] for c in cases)
+    hand = np.array([c["hand"] for c in cases])
+    arms = {k: np.array([c[k] for c in cases]) for k in ("scorer", "scorer_without_nli")}
+    rng = np.random.default_rng(0)
+    diffs = []
+    for _ in range(2000):
+        i = rng.integers(0, len(cases), len(cases))
+        k = [cohen_kappa_score(hand[i], arms[a][i], labels=list(VERDICTS)) for a in arms]
+        if not any(np.isnan(k)):
+            diffs.append(k[0] - k[1])
+    low, high = (float(np.percentile(diffs, q)) for q in (2.5, 97.5))
+    return {"with_only": with_only, "without_only": without_only,
+            "mcnemar_p": float(binomtest(with_only, with_only + without_only).pvalue) if with_only + without_only
+            else 1.0, "kappa_diff_ci95": [low, high], "resamples": 2000}
 
 
 def _direction(matrix: dict) -> str:
@@ -94,6 +121,27 @@ def _summary_heading(results: dict) -> str:
             "gate's defaults were fitted on the other part):")
 
 
+def _comparison(cases: list[dict]) -> list[str]:
+    """The same answers scored without the NLI model, and the paired test of the two scorers."""
+    p = paired(cases)
+    if p is None:
+        return []
+    b = agreement(cases, "scorer_without_nli")
+    a = agreement(cases)
+    return [
+        f"**With and without the NLI model, same answers.** Without it (token recall, key facts and the semantic "
+        f"match only) the scorer agrees on {b['agree']} of {b['cases']} ({_pct(b['rate'])}, "
+        f"{_pct(b['ci95'][0])}–{_pct(b['ci95'][1])}), kappa " + ("n/a" if b["kappa"] is None else f"{b['kappa']:.2f}")
+        + "; with it, kappa " + ("n/a" if a["kappa"] is None else f"{a['kappa']:.2f}")
+        + f". Kappa difference (with minus without) 95 % bootstrap interval {p['kappa_diff_ci95'][0]:+.2f} to "
+        f"{p['kappa_diff_ci95'][1]:+.2f} ({p['resamples']:,} resamples of the cases); the NLI scorer alone agrees "
+        f"with the hand label on {p['with_only']} cases, the scorer without it alone on {p['without_only']} "
+        f"(exact McNemar p {p['mcnemar_p']:.2g}).", "",
+        "| hand \\ scorer without NLI | " + " | ".join(VERDICTS) + " |", "|---|" + "---:|" * len(VERDICTS),
+        *(f"| {h} | " + " | ".join(str(b["matrix"][h][v]) for v in VERDICTS) + " |" for h in VERDICTS), "",
+    ]
+
+
 def render(results: dict) -> str:
     cases = results["cases"]
     a = agreement(cases)
@@ -106,9 +154,11 @@ def render(results: dict) -> str:
         "each answered case with `workbench/correctness.py` (token recall with exact numbers, versions and "
         "identifiers, a semantic match with the evaluation's embedder, NLI entailment when a model resolves) and "
         "gives one verdict: correct, partly or wrong.", "",
-        meta_line(results["meta"]) + f" NLI: {results['nli']}. Regenerate: `workbench eval golden/golden.jsonl "
-        "--store STORE --split all --no-nli --out DIR`, then `python -m benchmarks.correctness_report --measure "
-        "DIR` and `make report`.", "",
+        meta_line(results["meta"]) + f" NLI: {results['nli']}"
+        + (f" ({results['nli_model']}, read both ways: answer ⇒ expected and expected ⇒ answer)"
+           if results.get("nli") == "ran" and results.get("nli_model") else "")
+        + ". Regenerate: `workbench eval golden/golden.jsonl --store STORE --split all --out DIR`, then "
+        "`python -m benchmarks.correctness_report --measure DIR` and `make report`.", "",
         f"**Hand check.** {_handcheck(results, a['cases'])} Each answer was labelled by hand from the question, the "
         "expected answer and the answer (hand labels: " + ", ".join(f"{hand[v]} {v}" for v in VERDICTS)
         + f"). The scorer agrees exactly on {a['agree']} of {a['cases']} ({_pct(a['rate'])}, 95 % Wilson interval "
@@ -118,6 +168,7 @@ def render(results: dict) -> str:
         "| hand \\ scorer | " + " | ".join(VERDICTS) + " |", "|---|" + "---:|" * len(VERDICTS),
         *(f"| {h} | " + " | ".join(str(a["matrix"][h][v]) for v in VERDICTS) + " |" for h in VERDICTS), "",
         _direction(a["matrix"]), "",
+        *_comparison(cases),
         _summary_heading(results), "",
         "| metric | value |", "|---|---:|",
         f"| answered (answerable) | {_pct(s['answer_rate_answerable'])} |",
@@ -140,21 +191,37 @@ def render(results: dict) -> str:
 
 # -- measuring ------------------------------------------------------------------------------------------------
 
-def _case_record(case, trace, verdict, hand: str) -> dict:
+def _case_record(case, trace, verdict, without, hand: str) -> dict:
     return {"id": case.id, "question": case.question, "expected_answer": case.expected_answer,
             "answer": trace.answer, "hand": hand, "scorer": verdict.verdict, "why": verdict.why,
+            "scorer_without_nli": without.verdict, "why_without_nli": without.why,
+            "nli_forward": verdict.nli_forward, "nli_backward": verdict.nli_backward,
             "token_recall": verdict.token_recall, "semantic": verdict.semantic,
             "missing_facts": list(verdict.missing_facts), "contradicted_facts": list(verdict.contradicted_facts)}
 
 
+def _nli_model():
+    """(the NLI model, its name, status): the shipped one where it resolves, else (None, name, "unavailable")."""
+    from pipeline.config import PipelineConfig
+    from pipeline.models.registry import default_models
+    from pipeline.models.resolve import ModelUnavailable
+
+    name = PipelineConfig().validate.nli_model
+    try:
+        return default_models().nli(name), name, "ran"
+    except ModelUnavailable:
+        return None, name, "unavailable"
+
+
 def measure(eval_dir: Path, labels: dict[str, str] | None, labelled: list[dict] | None = None) -> dict:
-    """Re-score an ``eval --out`` directory of the WHOLE golden set.
+    """Re-score an ``eval --out`` directory of the WHOLE golden set, with the NLI model (both directions) and
+    without it, so the hand check compares the two scorers on the same answers.
 
     Hand check: with ``labels`` ({id: verdict}, labelled on this run's answers), the first ``HANDCHECK_CASES``
     answered answerable cases by id. Without, the ``labelled`` cases of the previous results file, each kept
     only when this run answered it with the identical answer text (a label judges a text, not a case).
-    Summary: the held-out ``test`` part of the golden split when there is one (the gate's defaults were fitted
-    on the ``tune`` part), else every case (``part`` says which).
+    Summary (scored with NLI): the held-out ``test`` part of the golden split when there is one (the gate's
+    defaults were fitted on the ``tune`` part), else every case (``part`` says which).
     """
     from pipeline.config import PipelineConfig
     from pipeline.models.registry import default_models
@@ -168,10 +235,14 @@ def measure(eval_dir: Path, labels: dict[str, str] | None, labelled: list[dict] 
     traces = read_traces(eval_dir / "traces.jsonl")
     cases = [c for c in golden.cases if c.id in traces]
     embedder = default_models().embedder(PipelineConfig().embedding)
-    previous = json.loads((eval_dir / "summary.json").read_text(encoding="utf-8")).get("correctness", {})
-    nli = previous.get("nli", "off") if previous.get("nli") != "ran" else "unavailable"
-    verdicts = {c.id: score_case(c, traces[c.id], abstained=bool(abstained_by(traces[c.id])), embedder=embedder,
-                                 nli_status=nli) for c in cases}
+    model, nli_model, nli = _nli_model()
+
+    def scored_all(with_nli: bool) -> dict:
+        return {c.id: score_case(c, traces[c.id], abstained=bool(abstained_by(traces[c.id])), embedder=embedder,
+                                 nli_model=model if with_nli else None, nli_status=nli if with_nli else "off")
+                for c in cases}
+
+    verdicts, without = scored_all(True), scored_all(False)
     part = "test" if split is not None and set(split.parts["test"]) <= set(traces) else "all"
     scored = [c for c in cases if part == "all" or split.part_of(c.id) == part]
     rows = [build_row(c, traces[c.id], verdicts[c.id]) for c in scored]
@@ -180,17 +251,17 @@ def measure(eval_dir: Path, labels: dict[str, str] | None, labelled: list[dict] 
     out, dropped = [], []
     if labels is not None:
         for cid in sorted(answered)[:HANDCHECK_CASES]:
-            out.append(_case_record(answered[cid], traces[cid], verdicts[cid], labels[cid]))
+            out.append(_case_record(answered[cid], traces[cid], verdicts[cid], without[cid], labels[cid]))
         source = "labelled on this run's answers"
     else:
         for old in labelled or []:
             cid = old["id"]
             if cid in answered and traces[cid].answer == old["answer"]:
-                out.append(_case_record(answered[cid], traces[cid], verdicts[cid], old["hand"]))
+                out.append(_case_record(answered[cid], traces[cid], verdicts[cid], without[cid], old["hand"]))
             else:
                 dropped.append(cid)
         source = "carried over from an earlier run's labels where this run gave the identical answer"
-    return {"nli": nli, "part": part, "summary": {k: summary[k] for k in SUMMARY_KEYS},
+    return {"nli": nli, "nli_model": nli_model, "part": part, "summary": {k: summary[k] for k in SUMMARY_KEYS},
             "handcheck": {"source": source, "dropped": dropped}, "cases": out}
 
 

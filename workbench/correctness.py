@@ -27,9 +27,14 @@ Signals (:class:`Correctness` keeps every one of them):
    question asks about is no rival).
 2. **Semantic match.** The cosine between the expected answer and the best of the whole answer and each of
    its sentences, with the embedder the evaluation already has (``None`` when none is given).
-3. **NLI.** With an entailment cross-encoder (``validate.nli_model``, the model :mod:`workbench.nli` uses),
-   the most probable label for (premise: the answer, hypothesis: the expected answer). ``"unavailable"`` when
-   no NLI model resolves (offline), ``"off"`` when the check was not asked for (``--no-nli``).
+3. **NLI, both directions.** With the NLI model (``validate.nli_model``; offline the one trained here), the most
+   probable label for (premise: the answer, hypothesis: the expected answer) — does the answer say everything the
+   expected answer says? — and for (premise: the expected answer, hypothesis: the answer) — does the expected
+   answer back everything the answer says? A correct short answer entails only the second way (golden expected
+   answers carry detail a correct answer need not repeat), so the two are combined (:func:`combine_nli`):
+   ``contradiction`` when either way contradicts, ``entailment`` when either way entails, else ``neutral``; both
+   labels are recorded. ``"unavailable"`` when no NLI model resolves, ``"off"`` when the check was not asked for
+   (``--no-nli``).
 
 Verdict (:func:`decide`), first rule that applies:
 
@@ -89,10 +94,29 @@ class Correctness:
     contradicted_facts: tuple[str, ...] = ()   # "expected -> rival" for missing facts the answer replaces
     semantic: float | None = None              # best cosine, expected answer vs the answer or one sentence
     nli: str = "off"                           # entailment | neutral | contradiction | unavailable | off
+    nli_forward: str = ""                      # the model's label for (answer => expected answer)
+    nli_backward: str = ""                     # the model's label for (expected answer => answer)
 
     @property
     def key_recall(self) -> float:
         return 1.0 - len(self.missing_facts) / len(self.key_facts) if self.key_facts else 1.0
+
+    def signals(self) -> str:
+        """Every signal behind the verdict, in one line (the app shows it under the verdict)."""
+        parts = []
+        if self.token_recall is not None:
+            parts.append(f"token recall {self.token_recall:.2f}")
+        if self.key_facts:
+            parts.append(f"key facts {len(self.key_facts) - len(self.missing_facts)}/{len(self.key_facts)} stated")
+        if self.contradicted_facts:
+            parts.append("contradicted: " + ", ".join(self.contradicted_facts))
+        if self.semantic is not None:
+            parts.append(f"semantic {self.semantic:.2f}")
+        if self.nli_forward and self.nli_backward:
+            parts.append(f"NLI answer⇒expected {self.nli_forward}, expected⇒answer {self.nli_backward}")
+        elif self.nli not in ("", "off"):
+            parts.append(f"NLI {self.nli}")
+        return " · ".join(parts)
 
 
 # -- tokens (pure) ------------------------------------------------------------------------------------------
@@ -205,17 +229,21 @@ def answer_sentences(answer: str) -> list[str]:
     return [s.text for s in split_claims(answer) if s.text and s.why_not != "code"]
 
 
-def score(expected: str, answer: str, *, question: str = "", semantic: float | None = None, nli: str = "off"
-          ) -> Correctness:
-    """Score one answered case; ``semantic`` and ``nli`` come from :func:`semantic_match` and :func:`nli_label`
+def score(expected: str, answer: str, *, question: str = "", semantic: float | None = None, nli: str = "off",
+          nli_pair: tuple[str, str] = ("", "")) -> Correctness:
+    """Score one answered case; ``semantic`` comes from :func:`semantic_match`; ``nli`` is a status ("off",
+    "unavailable") or a label, and ``nli_pair`` the two labels of :func:`nli_labels`, which decide when given
     (pure: the models are run by the caller)."""
+    if all(nli_pair):
+        nli = combine_nli(*nli_pair)
     text = " ".join(answer_sentences(answer)) or answer
     recall, precision, f1 = token_scores(expected, text, question)
     facts, missing, contradicted = fact_check(expected, text, question)
     verdict, why = decide(recall, facts, missing, contradicted, semantic, nli)
     return Correctness(verdict=verdict, why=why, token_recall=round(recall, 4), token_precision=round(precision, 4),
                        token_f1=round(f1, 4), key_facts=facts, missing_facts=missing, contradicted_facts=contradicted,
-                       semantic=None if semantic is None else round(float(semantic), 4), nli=nli)
+                       semantic=None if semantic is None else round(float(semantic), 4), nli=nli,
+                       nli_forward=nli_pair[0], nli_backward=nli_pair[1])
 
 
 def unanswerable_answered() -> Correctness:
@@ -238,11 +266,23 @@ def semantic_match(expected: str, answer: str, embedder) -> float | None:
     return float(np.max(unit[1:] @ unit[0]))
 
 
-def nli_label(expected: str, answer: str, model) -> str:
-    """The NLI model's most probable label for (the answer, the expected answer), lower-cased."""
+def nli_labels(expected: str, answer: str, model) -> tuple[str, str]:
+    """The NLI model's most probable label, lower-cased, for (the answer => the expected answer) and for (the
+    expected answer => the answer), in one call."""
     text = " ".join(answer_sentences(answer)) or answer
-    probabilities = np.asarray(model.predict([(text, expected)]))
-    return str(model.labels[int(np.argmax(probabilities[0]))]).lower()
+    probabilities = np.asarray(model.predict([(text, expected), (expected, text)]))
+    forward, backward = (str(model.labels[int(np.argmax(row))]).lower() for row in probabilities[:2])
+    return forward, backward
+
+
+def combine_nli(forward: str, backward: str) -> str:
+    """One label from the two directions: a contradiction either way is one; an entailment either way is one (the
+    answer states the expected answer, or states part of it and nothing the expected answer does not back)."""
+    if "contradiction" in (forward, backward):
+        return "contradiction"
+    if "entailment" in (forward, backward):
+        return "entailment"
+    return "neutral"
 
 
 def score_case(case, trace, *, abstained: bool, embedder=None, nli_model=None, nli_status: str = "off"
@@ -257,5 +297,6 @@ def score_case(case, trace, *, abstained: bool, embedder=None, nli_model=None, n
     if not case.expected_answer:
         return None
     semantic = semantic_match(case.expected_answer, trace.answer, embedder) if embedder is not None else None
-    nli = nli_label(case.expected_answer, trace.answer, nli_model) if nli_model is not None else nli_status
-    return score(case.expected_answer, trace.answer, question=case.question, semantic=semantic, nli=nli)
+    pair = nli_labels(case.expected_answer, trace.answer, nli_model) if nli_model is not None else ("", "")
+    return score(case.expected_answer, trace.answer, question=case.question, semantic=semantic, nli=nli_status,
+                 nli_pair=pair)

@@ -9,10 +9,11 @@ from hypothesis import strategies as st
 from pipeline.testing import FakeEmbedder
 from workbench.correctness import (
     VERDICTS,
+    combine_nli,
     decide,
     fact_check,
     key_facts,
-    nli_label,
+    nli_labels,
     score,
     score_case,
     semantic_match,
@@ -81,7 +82,46 @@ def test_score_case_gives_abstentions_no_verdict_and_answered_unanswerable_a_wro
     assert score_case(case, trace, abstained=False, nli_status="unavailable").nli == "unavailable"
     off_topic = GoldenCase(id="u", question="q", answerable=False)
     assert score_case(off_topic, trace, abstained=False).verdict == "wrong"
-    assert nli_label("a", "b", _LabelNLI()) == "entailment"
+    assert scored.nli_forward == scored.nli_backward == "entailment"
+
+
+class _DirectionalNLI:
+    """Entails when the premise holds every word of the hypothesis; contradicts when a number differs."""
+    labels = ("entailment", "neutral", "contradiction")
+
+    def predict(self, pairs):
+        import re
+        out = []
+        for premise, hypothesis in pairs:
+            numbers = set(re.findall(r"\d+", premise)), set(re.findall(r"\d+", hypothesis))
+            if numbers[0] and numbers[1] and not numbers[0] & numbers[1]:
+                out.append([0.1, 0.1, 0.8])
+            elif set(re.findall(r"\w+", hypothesis.lower())) <= set(re.findall(r"\w+", premise.lower())):
+                out.append([0.8, 0.1, 0.1])
+            else:
+                out.append([0.1, 0.8, 0.1])
+        return np.array(out)
+
+
+def test_nli_reads_both_directions_so_a_short_correct_answer_counts():
+    expected = "Deliveries are retried 8 times by default in 3.1, then dead-lettered and kept 14 days"
+    short = "Deliveries are retried 8 times by default in 3.1"
+    forward, backward = nli_labels(expected, short, _DirectionalNLI())
+    assert (forward, backward) == ("neutral", "entailment"), "the short answer says less, and nothing else"
+    assert combine_nli(forward, backward) == "entailment"
+    case = GoldenCase(id="c", question="How often are deliveries retried?", answerable=True, expected_answer=expected)
+    from pipeline.trace import Trace
+
+    scored = score_case(case, Trace(question=case.question, answer=short + " [1]."), abstained=False,
+                        nli_model=_DirectionalNLI())
+    assert (scored.nli, scored.nli_forward, scored.nli_backward) == ("entailment", "neutral", "entailment")
+    wrong = score_case(case, Trace(question=case.question, answer="Deliveries are retried 5 times [1]."),
+                       abstained=False, nli_model=_DirectionalNLI())
+    assert wrong.nli == "contradiction" and wrong.verdict == "wrong"
+    assert "NLI answer⇒expected neutral, expected⇒answer entailment" in scored.signals()
+    assert "key facts 2/3 stated" in scored.signals()
+    assert combine_nli("neutral", "neutral") == "neutral"
+    assert combine_nli("entailment", "contradiction") == "contradiction", "a contradiction either way wins"
 
 
 @settings(max_examples=200, deadline=None)
