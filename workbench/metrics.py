@@ -5,8 +5,8 @@
   so a fraction of all of them is capped below 1 for facts repeated across the corpus; both are given),
   recall@k as that fraction, and the reciprocal rank of the first expected document.
 - **Rates** return ``None`` when the denominator is empty, never a made-up 0 or 1.
-- **ROC-AUC** by the rank-sum (Mann–Whitney U) identity, ties counted one half: the probability that a
-  random positive scores above a random negative (Hanley & McNeil, Radiology 1982).
+- **ROC-AUC** from scikit-learn's ``roc_auc_score`` (ties count one half): the probability that a random positive
+  scores above a random negative (Hanley & McNeil, Radiology 1982). A NaN score is an error, not a number.
 - **Percentiles** by linear interpolation (numpy's default), for latency p50/p95.
 - **Intervals** for a proportion: the Wilson score interval (no continuity correction; Wilson 1927, Newcombe 1998
   method 3) from SciPy's ``binomtest(...).proportion_ci``, not re-derived here.
@@ -66,18 +66,19 @@ def roc_auc(scores: Sequence[float], positive: Sequence[bool]) -> float | None:
     """
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(positive, dtype=bool)
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
+    if s.shape != y.shape:
+        raise ValueError(f"roc_auc needs one score per label; got {s.shape} and {y.shape}")
+    if np.isnan(s).any():
+        raise ValueError("roc_auc got a NaN score: map a missing score to -inf (no evidence) before calling")
+    if int(y.sum()) == 0 or int((~y).sum()) == 0:
         return None
-    order = np.argsort(s, kind="mergesort")
-    ranks = np.empty(len(s), dtype=np.float64)
-    sorted_scores = s[order]
-    # average ranks over ties (1-based)
-    _, first, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
-    for start, count in zip(first, counts, strict=True):
-        ranks[order[start:start + count]] = start + (count + 1) / 2.0
-    u = ranks[y].sum() - n_pos * (n_pos + 1) / 2.0
-    return float(u / (n_pos * n_neg))
+    from sklearn.metrics import roc_auc_score
+
+    # scikit-learn refuses infinities; -inf / +inf only need to rank below / above every finite score
+    finite = s[np.isfinite(s)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+    s = np.where(s == -np.inf, low - 1.0, np.where(s == np.inf, high + 1.0, s))
+    return float(roc_auc_score(y, s))
 
 
 def round_or_none(value: float | None, digits: int = 4) -> float | None:

@@ -68,19 +68,19 @@ METRIC_NAMES = tuple(m.name for m in METRICS)
 def fisher_one_sided(recent_hits: int, recent_n: int, baseline_hits: int, baseline_n: int,
                      direction: Literal["up", "down"]) -> float:
     """P(recent count at least as extreme as ``recent_hits`` in ``direction``) when both windows share one rate:
-    the hypergeometric tail given the total hits (one-sided Fisher exact test)."""
+    the hypergeometric tail given the total hits (one-sided Fisher exact test, SciPy's ``fisher_exact``)."""
     for value, name in ((recent_hits, "recent_hits"), (recent_n, "recent_n"), (baseline_hits, "baseline_hits"),
                         (baseline_n, "baseline_n")):
         if value < 0:
             raise ValueError(f"{name} must not be negative")
     if recent_hits > recent_n or baseline_hits > baseline_n:
         raise ValueError("hits cannot exceed the runs they are counted over")
-    total, hits = recent_n + baseline_n, recent_hits + baseline_hits
-    low, high = max(0, hits - baseline_n), min(hits, recent_n)
-    denominator = math.comb(total, recent_n)
-    ks = range(recent_hits, high + 1) if direction == "up" else range(low, recent_hits + 1)
-    numerator = sum(math.comb(hits, k) * math.comb(total - hits, recent_n - k) for k in ks)
-    return min(1.0, numerator / denominator)
+    from scipy.stats import fisher_exact
+
+    table = [[recent_hits, recent_n - recent_hits], [baseline_hits, baseline_n - baseline_hits]]
+    if recent_n == 0 or baseline_n == 0:
+        return 1.0   # an empty window says nothing (SciPy would answer NaN)
+    return float(min(1.0, fisher_exact(table, alternative="greater" if direction == "up" else "less").pvalue))
 
 
 def runs_to_detect(p0: float, p1: float, alpha: float, power: float = 0.8) -> int | None:

@@ -269,32 +269,38 @@ def with_reader(s: Scores) -> bool:
     return bool(s.inputs) and all(i.signals.reader is not None for i in s.inputs)
 
 
-def _fit_gate(s: Scores, cfg: GateConfig, l2: float, reader: bool = False) -> GateConfig:
-    """``cfg`` with the first coefficient set fitted on these cases, or with ``reader`` the reader set (the first set
-    is then left as it is: it decides the runs without the reader, and these cases all had it)."""
+def _fit_gate(s: Scores, cfg: GateConfig, l2: float | None, reader: bool = False) -> tuple[GateConfig, float]:
+    """(``cfg`` with the first coefficient set fitted on these cases, or with ``reader`` the reader set (the first
+    set is then left as it is: it decides the runs without the reader, and these cases all had it); the L2 strength
+    used: ``l2``, or when None the one :func:`pipeline.gate.learned.choose_l2` picks by cross-validation on these
+    cases)."""
     values, _ = gate_learned.features([i.signals for i in s.inputs], reader=reader)
+    if l2 is None:
+        l2 = gate_learned.choose_l2(values, s.answerable)
     intercept, coefs = gate_learned.fit(values, s.answerable, l2)
-    return replace(cfg, **gate_learned.settings(intercept, coefs, reader=reader))
+    return replace(cfg, **gate_learned.settings(intercept, coefs, reader=reader)), l2
 
 
 def fit_learned(s: Scores, cfg: GateConfig, max_far: float, k: int = 5, groups: Sequence[int] | None = None,
-                l2: float = 1.0) -> dict:
+                l2: float | None = None) -> dict:
     """``workbench tune --fit``: the learned rule's coefficients and threshold fitted on these cases, and the
     fitting procedure k-fold cross-validated (coefficients AND threshold chosen on k-1 folds, applied to the
-    held-out fold): the pooled held-out probabilities give the held-out trade-off curve and ROC-AUC."""
+    held-out fold): the pooled held-out probabilities give the held-out trade-off curve and ROC-AUC. ``l2`` None:
+    the L2 strength is chosen by an inner cross-validation on the cases each fit sees (so the outer folds stay
+    held out from that choice too)."""
     reader = with_reader(s)
     held_p = np.full(len(s.ids), np.nan)
     answered = np.zeros(len(s.ids), dtype=bool)
     for held in folds(s.answerable, k, groups=groups):
         train = s.take(np.setdiff1d(np.arange(len(s.ids)), held))
-        gate = _fit_gate(train, cfg, l2, reader)
+        gate, _ = _fit_gate(train, cfg, l2, reader)
         best = best_setting(train.with_gate(gate), "learned", gate, max_far)
         test = s.take(held).with_gate(gate)
         held_p[held] = test.learned
         answered[held] = test.answers("learned", **{**thresholds_of(gate),
                                                     "t_learned": best["t_learned"] if best else np.inf})
     ar, far = rates(answered, s.answerable)
-    gate = _fit_gate(s, cfg, l2, reader)
+    gate, chosen = _fit_gate(s, cfg, l2, reader)
     fitted = s.with_gate(gate)
     pooled = replace(s, learned=held_p)
     # The threshold is read off the held-out probabilities: in-sample ones are over-confident, so a threshold
@@ -313,7 +319,8 @@ def fit_learned(s: Scores, cfg: GateConfig, max_far: float, k: int = 5, groups: 
     settings = [f"gate.{name}={value:g}" for name, value in coefficients.items()]
     if threshold is not None and not reader:
         settings.append(f"gate.confidence_threshold_learned={threshold:.6g}")
-    return {"cases": len(s.ids), "folds": k, "grouped": groups is not None, "l2": l2, "reader_set": reader,
+    return {"cases": len(s.ids), "folds": k, "grouped": groups is not None, "l2": chosen,
+            "l2_chosen_by": "given" if l2 is not None else "cross-validation", "reader_set": reader,
             "coefficients": coefficients, "threshold": threshold,
             "in_sample": best and {"answer_rate_answerable": best["answer_rate_answerable"],
                                    "false_answer_rate_unanswerable": best["false_answer_rate_unanswerable"]},

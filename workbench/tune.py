@@ -239,7 +239,8 @@ def _fit_lines(r: dict) -> list[str]:
     auc = "—" if cv.get("roc_auc") is None else f"{cv['roc_auc']:.3f}"
     lines = ["", "## Learned rule (`--fit`)", "",
              f"A logistic model over the evidence signals, fitted on {f['cases']} cases "
-             f"({'the tune part' if r['split']['fitted_on'] == 'tune' else 'all cases'}; L2 {f['l2']:g}). "
+             f"({'the tune part' if r['split']['fitted_on'] == 'tune' else 'all cases'}; L2 {f['l2']:g}, "
+             f"{'chosen by cross-validated log-loss' if f.get('l2_chosen_by') == 'cross-validation' else 'given'}). "
              f"{f['folds']}-fold cross-validated (coefficients and threshold chosen on the other folds): answered / "
              f"false {_rates(cv)}, held-out ROC-AUC {auc}; in-sample at the chosen threshold {_rates(f['in_sample'])}."]
     if f.get("test"):

@@ -15,12 +15,14 @@ without the reader (rerank off, the model missing, a passage cross-encoder) is d
 never reads a missing reader score as "no answer". Both sets share ``confidence_threshold_learned``: fitting the
 reader set shifts its intercept so that its chosen operating point sits at that threshold (:func:`shift_intercept`).
 
-:func:`fit` is plain L2-regularised logistic regression (Newton's method on standardised signals, mapped back to
-raw coefficients). Pure NumPy; no I/O.
+:func:`fit` is L2-regularised logistic regression (scikit-learn's ``LogisticRegression`` on standardised signals,
+mapped back to raw coefficients); :func:`choose_l2` picks its strength by cross-validated log-loss
+(``LogisticRegressionCV``). No I/O.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -127,13 +129,27 @@ def contributions(signals: EvidenceSignals, cfg: GateConfig) -> tuple[SignalCont
                                  bool(imputed[0, i])) for i, f in enumerate(names(reader))))
 
 
-def fit(values: np.ndarray, labels: np.ndarray, l2: float = 1.0, iterations: int = 50,
-        fitted: Sequence[str] | None = None) -> tuple[float, np.ndarray]:
-    """L2-regularised logistic regression (intercept not penalised): (intercept, raw coefficients).
+L2_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)   # the strengths choose_l2 tries
 
-    ``values``: one row per case (:func:`features`, columns in :data:`FEATURES` order); ``labels``: True where the
-    question is answerable; ``fitted``: the features to fit (default :data:`FITTED`; the others get 0).
-    """
+
+def choose_l2(values: np.ndarray, labels: np.ndarray, folds: int = 5, fitted: Sequence[str] | None = None) -> float:
+    """The L2 strength of :data:`L2_GRID` with the best cross-validated log-loss on these cases (stratified
+    ``folds``-fold; scikit-learn's ``LogisticRegressionCV`` on the standardised signals :func:`fit` uses)."""
+    from sklearn.linear_model import LogisticRegressionCV
+
+    x, y, _, _ = _design(values, labels, fitted)
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    folds = max(2, min(folds, int(y.sum()), int(len(y) - y.sum())))
+    with warnings.catch_warnings():   # scikit-learn 1.9 announces changes to defaults this call does not rely on
+        warnings.simplefilter("ignore", FutureWarning)
+        model = LogisticRegressionCV(Cs=[1.0 / v for v in L2_GRID], cv=folds, scoring="neg_log_loss", tol=1e-8,
+                                     max_iter=10_000).fit((x - mean) / scale, y.astype(int))
+    return float(1.0 / model.C_[0])
+
+
+def _design(values: np.ndarray, labels: np.ndarray, fitted: Sequence[str] | None):
+    """(the fitted columns, labels, every column's name, the fitted columns' indices), checked."""
     x_all = np.asarray(values, dtype=np.float64)
     y = np.asarray(labels, dtype=np.float64)
     cols = READER_FEATURES if x_all.ndim == 2 and x_all.shape[1] == len(READER_FEATURES) else FEATURES
@@ -142,23 +158,26 @@ def fit(values: np.ndarray, labels: np.ndarray, l2: float = 1.0, iterations: int
                          f"per label; got {x_all.shape} and {y.shape}")
     default = READER_FITTED if cols is READER_FEATURES else FITTED
     use = [cols.index(f) for f in (default if fitted is None else fitted)]
-    x = x_all[:, use]
     if not (0 < y.sum() < len(y)):
         raise ValueError("fit needs both answerable and unanswerable cases")
+    return x_all[:, use], y, cols, use
+
+
+def fit(values: np.ndarray, labels: np.ndarray, l2: float = 1.0,
+        fitted: Sequence[str] | None = None) -> tuple[float, np.ndarray]:
+    """L2-regularised logistic regression (intercept not penalised): (intercept, raw coefficients).
+
+    ``values``: one row per case (:func:`features`, columns in :data:`FEATURES` order); ``labels``: True where the
+    question is answerable; ``fitted``: the features to fit (default :data:`FITTED`; the others get 0).
+    """
+    x, y, cols, use = _design(values, labels, fitted)
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale < 1e-9] = 1.0
-    z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
-    w = np.zeros(z.shape[1])
-    penalty = np.full(z.shape[1], l2)
-    penalty[0] = 0.0
-    for _ in range(iterations):
-        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -500, 500)))
-        grad = z.T @ (p - y) + penalty * w
-        hess = (z * (p * (1 - p))[:, None]).T @ z + np.diag(penalty) + 1e-9 * np.eye(len(w))
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.abs(step).max() < 1e-10:
-            break
+    from sklearn.linear_model import LogisticRegression
+
+    # sklearn minimises C * sum(log-loss) + |w|^2 / 2 with the intercept unpenalised: C = 1 / l2
+    model = LogisticRegression(C=1.0 / l2, tol=1e-10, max_iter=10_000).fit((x - mean) / scale, y.astype(int))
+    w = np.concatenate([model.intercept_, model.coef_[0]])
     coefs = np.zeros(len(cols))
     coefs[use] = w[1:] / scale
     return float(w[0] - (coefs[use] * mean).sum()), coefs

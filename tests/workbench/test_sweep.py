@@ -70,6 +70,10 @@ def test_roc_auc_counts_ties_as_half_and_needs_both_classes():
     assert roc_auc([0.5, 0.5, 0.5, 0.5], [True, False, True, False]) == 0.5
     assert roc_auc([0.9, 0.4, 0.6, 0.1], [True, True, False, False]) == 0.75
     assert roc_auc([0.9, 0.8], [True, True]) is None
+    assert roc_auc([float("-inf"), 0.3, 0.2, 0.5], [True, True, False, False]) == 0.25, \
+        "no evidence (-inf) ranks below every score"
+    with pytest.raises(ValueError, match="NaN"):
+        roc_auc([float("nan"), 0.2], [True, False])
 
 
 def test_best_setting_answers_the_most_answerable_within_the_bound():

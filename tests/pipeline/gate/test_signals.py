@@ -149,6 +149,18 @@ def test_fit_separates_the_classes_it_is_shown():
         learned.fit(x, np.ones(n, dtype=bool))
 
 
+def test_the_l2_strength_chosen_by_cross_validation_shrinks_noise_harder_than_signal():
+    rng = np.random.default_rng(1)
+    n = 200
+    y = rng.random(n) < 0.5
+    noise = rng.normal(size=(n, len(learned.FEATURES)))
+    signal = noise.copy()
+    signal[:, 1] += np.where(y, 1.5, -1.5)
+    on_noise, on_signal = learned.choose_l2(noise, y), learned.choose_l2(signal, y)
+    assert on_noise in learned.L2_GRID and on_signal in learned.L2_GRID
+    assert on_noise > on_signal, "labels the signals do not predict call for the strongest shrinkage"
+
+
 # -- stored traces and the plain-language reason ------------------------------------------------------------
 
 def test_a_trace_stored_before_the_signals_still_loads_and_replays():
