@@ -161,6 +161,11 @@ bench-ood: bench-squad ## the shipped defaults on SQuAD 2.0 and the Samsung manu
 	$(BIN)/python -m benchmarks.ood
 	$(BIN)/python -m benchmarks.report
 
+.PHONY: bench-external
+bench-external: install ## the shipped default on the Samsung manuals as golden sets (answerable, answer removed, off-topic; test part) -> benchmarks/results/external.json, BENCHMARKS.md
+	$(BIN)/python -m benchmarks.external
+	$(BIN)/python -m benchmarks.report
+
 reliability: install ## run tests/reliability, write benchmarks/results/reliability.json, render RELIABILITY.md from it
 	$(BIN)/python -m benchmarks.reliability_report
 

@@ -46,11 +46,12 @@ SECTIONS = (
     Section("calibrate", "calibrate", "Label-free gate calibration", "make bench-calibrate"),
     Section("abstention_cases", "abstention_cases", "Abstention cases", "make bench-abstention-cases"),
     Section("correctness_report", "correctness_handcheck", "Answer correctness",
-            ".venv/bin/workbench eval golden/golden.jsonl --split all --no-nli --out build/correctness-eval && "
+            ".venv/bin/workbench eval golden/golden.jsonl --split all --out build/correctness-eval && "
             ".venv/bin/python -m benchmarks.correctness_report --measure build/correctness-eval"),
     Section("week_one", "week_one", "Week-one citation errors", "make bench-week-one"),
     Section("tiers", "tiers", "Tiered generation", "make bench-tiers"),
     Section("ood", "ood", "Out-of-domain abstention", ".venv/bin/python -m benchmarks.ood"),
+    Section("external", "external", "External benchmark: Samsung manuals", "make bench-external"),
     Section("squad2", "squad2", "Abstention on SQuAD 2.0", "make bench-squad"),
     Section("validation", "validation", "Validation cost", ".venv/bin/python -m benchmarks.validation --threads 1"),
     Section("late_chunking", "late_chunking", "Passage vectors: late chunking vs separate encoding",
