@@ -95,6 +95,26 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     return (0.0 if k == 0 else float(ci.low)), (1.0 if k == n else float(ci.high))
 
 
+def ratio_bootstrap(numerators: Sequence[float], denominators: Sequence[float], resamples: int = 2000, seed: int = 0,
+                    confidence: float = 0.95) -> tuple[float, float] | None:
+    """A percentile bootstrap interval of ``sum(numerators) / sum(denominators)`` resampling the units (one per
+    position: an answer with its supported and total claims, or a case with its reciprocal rank and 1). Claims of
+    one answer are not independent, so a claim-level rate is resampled by answer (Efron & Tibshirani 1993, ch. 13).
+    None without units; resamples with a zero denominator are dropped. Vectorised NumPy: no library takes a
+    ratio of sums over clustered units (scipy.stats.bootstrap resamples single observations)."""
+    num = np.asarray(numerators, dtype=np.float64)
+    den = np.asarray(denominators, dtype=np.float64)
+    if num.size == 0 or num.shape != den.shape:
+        return None
+    picks = np.random.default_rng(seed).integers(0, num.size, size=(resamples, num.size))
+    top, bottom = num[picks].sum(axis=1), den[picks].sum(axis=1)
+    values = top[bottom > 0] / bottom[bottom > 0]
+    if values.size == 0:
+        return None
+    tail = 100 * (1 - confidence) / 2
+    return float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))
+
+
 def cluster_bootstrap(groups: Sequence[str], statistic, resamples: int = 2000, seed: int = 0,
                       confidence: float = 0.95) -> tuple[float, float]:
     """A percentile bootstrap interval of ``statistic(indices)`` resampling whole groups with replacement (a claim's

@@ -165,6 +165,56 @@ def _rounded(value):
     return round_or_none(value) if isinstance(value, float) else value
 
 
+def intervals(rows: Sequence) -> dict:
+    """The 95 % interval of every rate of the summary, with the counts behind it: ``{metric: {"k", "n", "ci95",
+    "method"}}``. A rate over independent cases gets the Wilson interval (:func:`workbench.metrics.wilson`); a
+    claim-level rate a bootstrap resampling answers, and a mean over cases (MRR, the recall fraction) a bootstrap
+    resampling cases (:func:`workbench.metrics.ratio_bootstrap`). A metric with no cases is left out."""
+    from workbench.metrics import ratio_bootstrap, wilson
+
+    answerable = [r for r in rows if r.answerable]
+    unanswerable = [r for r in rows if not r.answerable]
+    abstained = [r for r in rows if r.abstained]
+    labelled = [r for r in answerable if r.expected_doc_ids]
+    validated = [r for r in rows if r.supported is not None]
+    answered = [r for r in rows if not r.abstained]
+    answered_answerable = [r for r in answered if r.answerable]
+    scored = [verdict(r) for r in answered_answerable if verdict(r) is not None]
+    proportions = {
+        "answer_rate_answerable": (sum(not r.abstained for r in answerable), len(answerable)),
+        "false_answer_rate_unanswerable": (sum(not r.abstained for r in unanswerable), len(unanswerable)),
+        "abstention_precision": (sum(not r.answerable for r in abstained), len(abstained)),
+        "abstention_recall": (sum(not r.answerable for r in abstained), len(unanswerable)),
+        "recall_at_10": (sum(bool(r.hit_at_10) for r in labelled), len(labelled)),
+        "fabricated_marker_rate": (sum(r.fabricated_markers > 0 for r in validated), len(validated)),
+        "answers_fully_supported": (sum(bool(r.supported) for r in validated), len(validated)),
+        "correct_answer_rate": (scored.count("correct"), len(scored)),
+        "partly_answer_rate": (scored.count("partly"), len(scored)),
+        "wrong_answer_rate": (scored.count("wrong"), len(scored)),
+        "supported_but_wrong_rate": (sum(supported_but_wrong(r) for r in answered), len(answered)),
+        "supported_but_wrong_rate_answerable": (sum(supported_but_wrong(r) for r in answered_answerable),
+                                                len(answered_answerable)),
+    }
+    out = {}
+    for key, (k, n) in proportions.items():
+        if n:
+            out[key] = {"k": k, "n": n, "ci95": [round(v, 4) for v in wilson(k, n)], "method": "Wilson"}
+    clustered = {
+        "citation_support_rate": ([r.supported_claims for r in validated], [r.claims for r in validated]),
+        "citation_support_rate_cited": ([r.supported_claims for r in validated],
+                                        [r.supported_claims + r.unsupported_claims for r in validated]),
+        "mrr": ([r.reciprocal_rank or 0.0 for r in labelled], [1.0] * len(labelled)),
+        "recall_at_10_fraction": ([r.recall_at_10 or 0.0 for r in labelled], [1.0] * len(labelled)),
+    }
+    for key, (num, den) in clustered.items():
+        ci = ratio_bootstrap(num, den) if sum(den) else None
+        if ci is not None:
+            unit = "answers" if key.startswith("citation") else "cases"
+            out[key] = {"k": round(float(sum(num)), 4), "n": int(sum(den)), "ci95": [round(v, 4) for v in ci],
+                        "method": f"bootstrap over {len(num)} {unit}"}
+    return out
+
+
 def summarise(rows: Sequence, traces: Sequence[Trace], tags: Sequence[str] = (), nli: dict | None = None) -> dict:
     numbers = {**gate_rates(rows), **retrieval_rates(rows), **citation_rates(rows), **correctness_rates(rows),
                "llm_calls_made": sum(r.llm_calls for r in rows),
@@ -179,6 +229,7 @@ def summarise(rows: Sequence, traces: Sequence[Trace], tags: Sequence[str] = (),
     summary["correctness"] = correctness_block(rows)
     summary["per_tag"] = per_tag(rows, tags)
     summary["stack"] = stack(rows, traces)
+    summary["intervals"] = intervals(rows)
     return summary
 
 
@@ -213,6 +264,15 @@ def _fmt(value) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+def _interval(summary: dict, key: str) -> str:
+    """``  [0.482–0.672] (58/100)``: the metric's 95 % interval and counts from the summary's ``intervals``."""
+    ci = (summary.get("intervals") or {}).get(key)
+    if not ci:
+        return ""
+    k = f"{ci['k']:g}" if isinstance(ci["k"], float) else str(ci["k"])
+    return f"  [{ci['ci95'][0]:.3f}–{ci['ci95'][1]:.3f}] ({k}/{ci['n']}, {ci['method']})"
+
+
 def speed_line(run: dict) -> str:
     """The evaluation's speed from the summary's ``run`` block: cases per second over the whole evaluation, how the
     cases were walked, and how many reused an earlier run's retrieval ("" for a summary without it)."""
@@ -231,7 +291,7 @@ def render_summary(summary: dict) -> str:
     lines = []
     if split.get("file"):
         lines.append(f"{'measured on':<34} {split['part']} part of {split['file']} ({split['cases']} cases)")
-    lines += [f"{k:<34} {_fmt(summary.get(k))}" for k in SUMMARY_METRICS]
+    lines += [f"{k:<34} {_fmt(summary.get(k))}{_interval(summary, k)}" for k in SUMMARY_METRICS]
     nli = summary.get("nli", {})
     if nli.get("status") == "ran":
         lines.append(f"{'nli support / agreement':<34} {_fmt(nli.get('support_rate'))} / {_fmt(nli.get('agreement'))}"
@@ -240,7 +300,7 @@ def render_summary(summary: dict) -> str:
         lines.append(f"{'nli support':<34} {nli.get('status', 'off')}: {nli.get('reason', '')}")
     for k in CORRECTNESS_METRICS:
         if k in summary:
-            lines.append(f"{k:<34} {_fmt(summary.get(k))}")
+            lines.append(f"{k:<34} {_fmt(summary.get(k))}{_interval(summary, k)}")
     for kind in ("answerable", "unanswerable"):
         t = summary.get(f"trust_{kind}")
         if t:

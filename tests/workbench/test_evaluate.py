@@ -292,6 +292,28 @@ def test_correctness_figures_on_a_hand_built_set():
     assert "correct_answer_rate" in text and "supported_but_wrong_rate" in text and "answerable: ok/part/abst/wrong" in text
 
 
+def test_every_rate_carries_its_interval_and_counts():
+    from workbench.summary import summarise
+
+    rows = [_row(f"a{i}", True, i >= 8, "correct" if i < 6 else "wrong") for i in range(10)] + \
+           [_row(f"u{i}", False, i >= 1, "wrong") for i in range(5)]
+    rows = [dataclasses.replace(r, claims=2, supported_claims=2 if r.id != "a0" else 0) if not r.abstained else r
+            for r in rows]
+    s = summarise(rows, [])
+    ci = s["intervals"]
+    assert ci["answer_rate_answerable"]["k"] == 8 and ci["answer_rate_answerable"]["n"] == 10
+    low, high = ci["answer_rate_answerable"]["ci95"]
+    assert low < s["answer_rate_answerable"] == 0.8 < high and ci["answer_rate_answerable"]["method"] == "Wilson"
+    assert ci["false_answer_rate_unanswerable"]["k"] == 1 and ci["false_answer_rate_unanswerable"]["n"] == 5
+    support = ci["citation_support_rate"]
+    assert support["n"] == 18 and support["method"].startswith("bootstrap over 9 answers")
+    assert support["ci95"][0] < s["citation_support_rate"] <= support["ci95"][1] <= 1.0
+    text = evaluate.render_summary(s)
+    line = next(ln for ln in text.splitlines() if ln.startswith("answer_rate_answerable"))
+    assert f"[{low:.3f}–{high:.3f}] (8/10, Wilson)" in line
+    assert "mrr" not in ci, "no labelled case, no interval"
+
+
 def test_every_answered_row_carries_a_correctness_verdict(evaluation):
     for row, case in zip(evaluation.rows, evaluation.cases, strict=True):
         if row.abstained:

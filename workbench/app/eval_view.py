@@ -134,8 +134,14 @@ def render_summary(evaluation: Evaluation, key: str) -> None:
                   f"corpus version {result.corpus_version} · "
                   f"{speed_line(s.get('run') or {}) or f'asked in {result.seconds:.1f} s'} · "
                   "answer cache off, runs not logged"))
+    cis = s.get("intervals") or {}
     for column, (name, label) in zip(st.columns(len(HEADLINE)), HEADLINE, strict=True):
-        column.metric(label, _pct(s.get(name)))
+        ci = cis.get(name)
+        column.metric(label, _pct(s.get(name)),
+                      help=(f"95 % interval {_pct(ci['ci95'][0])}–{_pct(ci['ci95'][1])} ({ci['method']}; "
+                            f"{ci['k']:g} of {ci['n']})") if ci else None)
+        if ci:
+            column.caption(f"95 % CI {_pct(ci['ci95'][0])}–{_pct(ci['ci95'][1])}")
     nli = s.get("nli") or {}
     if nli.get("status") == "ran":
         left, middle, right = st.columns(3)
@@ -150,15 +156,21 @@ def render_summary(evaluation: Evaluation, key: str) -> None:
     for problem in result.problems:
         st.warning(md(problem))
     with st.expander("every summary number"):
-        st.dataframe(pd.DataFrame([{"metric": k, "value": _pct(v)} for k, v in s.items()
-                                   if not isinstance(v, dict)]), hide_index=True, key=f"{key}.all")
+        st.dataframe(pd.DataFrame([{"metric": k, "value": _pct(v),
+                                    "95 % interval": (f"{_pct(cis[k]['ci95'][0])}–{_pct(cis[k]['ci95'][1])}"
+                                                      if k in cis else ""),
+                                    "counts": f"{cis[k]['k']:g}/{cis[k]['n']}" if k in cis else "",
+                                    "method": cis[k]["method"] if k in cis else ""}
+                                   for k, v in s.items() if not isinstance(v, dict)]), hide_index=True,
+                     key=f"{key}.all")
         if s.get("per_tag"):
             tags = pd.DataFrame(s["per_tag"]).T
             st.dataframe(tags, key=f"{key}.tags", column_config=rate_columns(tags.columns))
         if s.get("latency_ms"):
             st.dataframe(pd.DataFrame(s["latency_ms"]).T, key=f"{key}.latency")
             st.caption(md(s.get("latency_note", "")))
-        st.json({k: v for k, v in s.items() if isinstance(v, dict) and k not in ("per_tag", "latency_ms")},
+        st.json({k: v for k, v in s.items() if isinstance(v, dict) and k not in ("per_tag", "latency_ms",
+                                                                                 "intervals")},
                 expanded=False)
 
 
