@@ -13,8 +13,9 @@ headlined on the held-out test part of its fixed split (golden/README.md, "The t
    cross-validation within the tune part; and the fitting procedure 5-fold cross-validated over all cases
    (folds keep linked cases together). It records whether the shipped defaults are the tune recommendation;
 4. writes the test part's values of every metric ``golden/floors.json`` bounds into that file's ``_measured``
-   (with ``_measured_on``), so the floors' reference values are generated, never typed. The bounds
-   themselves are set by hand, a little below (floors) or above (ceilings) these values.
+   (with ``_measured_on``), and the ends of their 95 % intervals into ``_interval``, so the floors' reference values
+   are generated, never typed. ``python -m workbench.floor_history derive --reason ...`` sets the bounds to those
+   interval ends, with an entry in golden/FLOORS.md.
 
 :func:`render` turns the results file into the section: headline figures from the test part or
 cross-validation only, each labelled with its part and the model.
@@ -298,14 +299,30 @@ def measure(evaluation, golden, split, cfg) -> dict:
                  "current_on_test": held["current_gate"]},
         "cross_validated_all": cv_all,
         "floors_measured": {k: lookup(test_summary, k) for k in bounded},
+        "floors_interval": interval_bounds(test_summary, floors),
         "nli_reason": summary.get("nli", {}).get("reason", "") if summary.get("nli", {}).get("status") != "ran" else "",
     }
 
 
+def interval_bounds(summary: dict, floors: dict) -> dict:
+    """What each bound of ``floors`` would be if derived from this measurement's 95 % interval: the lower end for a
+    floor, the upper end for a ceiling (``summary["intervals"]``); a metric without an interval is left out."""
+    cis = summary.get("intervals") or {}
+    out = {"floors": {}, "ceilings": {}}
+    for table, end in (("floors", 0), ("ceilings", 1)):
+        for key in floors.get(table, {}):
+            if key in cis:
+                out[table][key] = round(cis[key]["ci95"][end], 4)
+    return out
+
+
 def update_floors_measured(results: dict) -> None:
-    """Write the test part's measured values into golden/floors.json (the bounds are left as they are)."""
+    """Write the test part's measured values and their interval ends into golden/floors.json (``_measured``,
+    ``_interval``); the bounds are left as they are (``python -m workbench.floor_history derive`` sets them from
+    ``_interval`` with a history entry)."""
     data = json.loads(FLOORS.read_text(encoding="utf-8"))
     data["_measured"] = results["floors_measured"]
+    data["_interval"] = results.get("floors_interval", {})
     data["_measured_on"] = {"part": "test", "results": "benchmarks/results/golden.json",
                             "date": results["meta"]["date"], "git_commit": results["meta"]["git_commit"],
                             "model": results["meta"]["model"]}

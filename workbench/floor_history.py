@@ -12,6 +12,7 @@ The entries before this history existed were read back from the git history of `
 commit's subject is the reason); their thresholds were not recorded (``null``).
 
     python -m workbench.floor_history record --reason "why the bounds or thresholds moved"
+    python -m workbench.floor_history derive --reason "..."   # bounds := the measured intervals' ends, recorded
     python -m workbench.floor_history render          # rewrite golden/FLOORS.md
     python -m workbench.floor_history check           # exit 1 when a change has no entry or FLOORS.md is stale
 """
@@ -105,6 +106,23 @@ def record(reason: str, history_path: Path = HISTORY, floors_path: Path | None =
     return entry
 
 
+def derive(reason: str, history_path: Path = HISTORY, floors_path: Path | None = None) -> dict:
+    """Set every bound of floors.json that has an interval end in its ``_interval`` (written by
+    ``benchmarks/golden_report.py`` from the test part's 95 % intervals: the lower end for a floor, the upper end for
+    a ceiling) to that end, and record the change with ``reason``. Bounds without an interval stay as they are."""
+    path = floors_path or FLOORS
+    data = json.loads(path.read_text(encoding="utf-8"))
+    derived = data.get("_interval") or {}
+    if not any(derived.get(t) for t in ("floors", "ceilings")):
+        raise ValueError(f"{path} has no _interval: run python -m benchmarks.golden_report first")
+    for table in ("floors", "ceilings"):
+        for key, bound in (derived.get(table) or {}).items():
+            if key in data.get(table, {}):
+                data[table][key] = bound
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return record(reason, history_path, path)
+
+
 def _value(v: float | None) -> str:
     return "—" if v is None else f"{v:g}"
 
@@ -142,12 +160,15 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="append the current bounds and thresholds with a reason")
     rec.add_argument("--reason", required=True)
+    der = sub.add_parser("derive", help="set the bounds to the ends of the measured 95 % intervals (floors.json "
+                                        "_interval) and record it")
+    der.add_argument("--reason", required=True)
     sub.add_parser("render", help="rewrite golden/FLOORS.md")
     sub.add_parser("check", help="fail when a change has no entry or FLOORS.md is stale")
     args = parser.parse_args(argv)
     try:
-        if args.command == "record":
-            entry = record(args.reason)
+        if args.command in ("record", "derive"):
+            entry = (record if args.command == "record" else derive)(args.reason)
             MARKDOWN.write_text(render(load_history()), encoding="utf-8")
             print(f"recorded {len(changes(None, entry))} values; {MARKDOWN} rewritten", file=sys.stderr)
         elif args.command == "render":

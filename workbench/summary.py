@@ -230,6 +230,9 @@ def summarise(rows: Sequence, traces: Sequence[Trace], tags: Sequence[str] = (),
     summary["per_tag"] = per_tag(rows, tags)
     summary["stack"] = stack(rows, traces)
     summary["intervals"] = intervals(rows)
+    for tag in tags:   # the per-tag rates' intervals, under the dotted names floors use
+        tagged = [r for r in rows if tag in r.tags]
+        summary["intervals"] |= {f"per_tag.{tag}.{k}": v for k, v in intervals(tagged).items() if k in TAG_METRICS}
     return summary
 
 

@@ -58,3 +58,24 @@ def test_the_check_command_fails_on_an_unrecorded_move(tmp_path, monkeypatch, ca
     monkeypatch.setattr(fh, "FLOORS", floors)
     assert fh.main(["check"]) == 1
     assert "ceilings false_answer_rate_unanswerable moved" in capsys.readouterr().err
+
+
+def test_derive_sets_the_bounds_to_the_interval_ends_and_records_why(tmp_path):
+    history, floors = tmp_path / "history.json", tmp_path / "floors.json"
+    shutil.copy(fh.HISTORY, history)
+    data = json.loads(fh.FLOORS.read_text(encoding="utf-8"))
+    data.pop("_interval", None)
+    floors.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValueError, match="_interval"):
+        fh.derive("no interval yet", history, floors)
+    data["_interval"] = {"floors": {"answer_rate_answerable": 0.4811, "not_a_bound_here": 0.1},
+                         "ceilings": {"false_answer_rate_unanswerable": 0.1622}}
+    floors.write_text(json.dumps(data), encoding="utf-8")
+    fh.derive("bounds from the 95 % interval", history, floors)
+    after = json.loads(floors.read_text(encoding="utf-8"))
+    assert after["floors"]["answer_rate_answerable"] == 0.4811
+    assert after["ceilings"]["false_answer_rate_unanswerable"] == 0.1622
+    assert "not_a_bound_here" not in after["floors"], "derive moves bounds, it does not add new ones"
+    assert after["floors"]["mrr"] == data["floors"]["mrr"], "a bound without an interval stays"
+    entry = fh.load_history(history)[-1]
+    assert entry["reason"] == "bounds from the 95 % interval" and entry["floors"]["answer_rate_answerable"] == 0.4811
