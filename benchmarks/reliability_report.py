@@ -370,7 +370,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-run", action="store_true", help=f"reuse {XML.relative_to(ROOT)} instead of running")
     parser.add_argument("--render", action="store_true", help="only re-render RELIABILITY.md from the results file")
+    parser.add_argument("--check", action="store_true", help="exit 1 if RELIABILITY.md is not what the results file "
+                                                             "renders (measures nothing)")
     args = parser.parse_args(argv)
+    if args.check:
+        intro = (ROOT / "benchmarks" / "reliability_intro.md").read_text(encoding="utf-8").strip()
+        if OUT.read_text(encoding="utf-8") != render(load_results(RESULTS), intro):
+            print(f"error: {OUT.name} is stale: run python -m benchmarks.reliability_report --render", file=sys.stderr)
+            return 1
+        print(f"{OUT.name} is current", file=sys.stderr)
+        return 0
     code = 0
     if not args.render:
         code = 0 if args.no_run else run_suite(XML)
