@@ -1,14 +1,21 @@
 """Results files under ``benchmarks/results/``: what every generated section of BENCHMARKS.md is rendered from.
 
 A results file is JSON with a ``meta`` block saying when, where and under what load it was measured, from
-which commit, and with which model (:func:`run_meta`), plus whatever the benchmark measured. Benchmarks
+which commit (with ``git_diff_sha1``, the hash of the uncommitted changes, when the tree was dirty), and with which
+model (:func:`run_meta`), plus whatever the benchmark measured. A benchmark that names what it depends on
+(``run_meta(depends=Depends(paths, config))``: files or folders of code and model weights, and sections of the
+default configuration) gets their fingerprints recorded; :func:`stale` recomputes them, and
+``tests/benchmarks/test_freshness.py`` fails for every results file whose dependencies changed since it was
+measured. Benchmarks
 write one with :func:`write_results`; report sections read it with :func:`load_results`. Nothing in a
 document is typed by hand: ``make report`` renders the markdown from these files.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import hashlib
 import json
 import os
 import platform
@@ -31,6 +38,66 @@ def git_commit() -> str:
     return head + ("+dirty" if dirty else "")
 
 
+def git_diff_sha1() -> str | None:
+    """sha1 of ``git diff HEAD`` (tracked files) when the tree has uncommitted changes, else None."""
+    try:
+        diff = subprocess.run(["git", "diff", "HEAD"], cwd=ROOT, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return hashlib.sha1(diff).hexdigest()[:12] if diff.strip() else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Depends:
+    """What a measurement depends on: repository paths (a folder counts every file under it, caches aside) and
+    sections of the default :class:`pipeline.config.PipelineConfig` (``"gate"``, ``"validate"``, ...)."""
+    paths: tuple[str, ...]
+    config: tuple[str, ...] = ()
+
+
+def _files(path: str) -> list[Path]:
+    full = ROOT / path
+    if full.is_file():
+        return [full]
+    return sorted(p for p in full.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                  and not p.name.endswith((".pyc", ".pyo")))
+
+
+def fingerprint(depends: Depends) -> dict:
+    """{"files": {path: sha1 of the content}, "config": {section: sha1 of its default values}}."""
+    files = {}
+    for path in depends.paths:
+        found = _files(path)
+        if not found:
+            files[path] = "missing"
+        for file in found:
+            files[file.relative_to(ROOT).as_posix()] = hashlib.sha1(file.read_bytes()).hexdigest()[:12]
+    config = {}
+    if depends.config:
+        from pipeline.config import PipelineConfig
+
+        cfg = PipelineConfig()
+        for section in depends.config:
+            values = json.dumps(dataclasses.asdict(getattr(cfg, section)), sort_keys=True, default=str)
+            config[section] = hashlib.sha1(values.encode()).hexdigest()[:12]
+    return {"files": files, "config": config}
+
+
+def stale(meta: dict) -> list[str]:
+    """What changed since the results were measured: every dependency whose fingerprint differs now (``[]`` for a
+    file that names none)."""
+    recorded = meta.get("depends")
+    if not recorded:
+        return []
+    now = fingerprint(Depends(tuple(recorded["paths"]), tuple(recorded.get("config", ()))))
+    changed = []
+    for kind in ("files", "config"):
+        before, after = recorded.get(kind, {}), now[kind]
+        changed += [f"{kind[:-1] if kind == 'files' else kind} {k}" for k in sorted(set(before) | set(after))
+                    if before.get(k) != after.get(k)]
+    return changed
+
+
 def machine() -> str:
     """``x86_64, 2 CPUs, Linux 6.x, Python 3.11.7`` — enough to compare runs, nothing identifying."""
     return (f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
@@ -44,13 +111,19 @@ def load_average() -> list[float]:
         return []
 
 
-def run_meta(model: str, **extra) -> dict:
-    """The ``meta`` block: date (UTC), machine, load average now, commit, model, plus ``extra``.
+def run_meta(model: str, depends: Depends | None = None, **extra) -> dict:
+    """The ``meta`` block: date (UTC), machine, load average now, commit (and the uncommitted diff's hash), model,
+    the fingerprints of what it ``depends`` on, plus ``extra``.
 
     Call it at the start of a run and put ``load_average()`` into ``meta["load_average_end"]`` at the end.
     """
-    return {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
+    meta = {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
             "load_average_start": load_average(), "git_commit": git_commit(), "model": model, **extra}
+    if meta["git_commit"].endswith("+dirty"):
+        meta["git_diff_sha1"] = git_diff_sha1()
+    if depends is not None:
+        meta["depends"] = {"paths": list(depends.paths), "config": list(depends.config), **fingerprint(depends)}
+    return meta
 
 
 def results_path(name: str) -> Path:
@@ -83,7 +156,9 @@ def meta_line(meta: dict) -> str:
     load = ""
     if start:
         load = f", 1-min load average {start[0]:.1f}" + (f" at the start and {end[0]:.1f} at the end" if end else "")
-    return (f"Measured {meta['date']} on {meta['machine']}{load}; commit `{meta['git_commit']}`; "
+    diff = (f" (uncommitted changes, diff sha1 `{meta['git_diff_sha1']}`)" if meta.get("git_diff_sha1") else
+            " (uncommitted changes)" if meta.get("git_commit", "").endswith("+dirty") else "")
+    return (f"Measured {meta['date']} on {meta['machine']}{load}; commit `{meta['git_commit']}`{diff}; "
             f"model: {meta['model']}.")
 
 
