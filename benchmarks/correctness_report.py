@@ -10,8 +10,8 @@ Two steps:
   part of the golden split), and writes ``benchmarks/results/correctness_handcheck.json``: for each hand-checked
   case the question, the expected answer, the answer, the scorer's verdict and signals, and the hand label
   (carried over from the existing results file where the answer text is unchanged, or taken from
-  ``--labels FILE``, ``{"id": "correct|partly|wrong"}``, for the first ``HANDCHECK_CASES`` answered answerable
-  cases by id), plus the run's summary figures and the ``meta`` block (date, machine, load, commit, model).
+  ``--labels FILE``, ``{"id": "correct|partly|wrong"}`` or ``{"_about": ..., "labels": {...}}`` as committed under
+  ``benchmarks/labels/``, for the first ``HANDCHECK_CASES`` answered answerable cases by id), plus the run's summary figures and the ``meta`` block (date, machine, load, commit, model).
 - ``make report`` renders the section with :func:`render`: exact verdict agreement, the confusion matrix, and the
   summary figures, with the model that produced them. ``python -m benchmarks.correctness_report`` (no flag)
   prints the section.
@@ -273,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.measure:
         labels = json.loads(Path(args.labels).read_text(encoding="utf-8")) if args.labels else None
+        if isinstance(labels, dict) and isinstance(labels.get("labels"), dict):   # {"_about": ..., "labels": {...}}
+            labels = labels["labels"]
         labelled = None if args.labels else load_results(NAME)["cases"]
         meta = run_meta(model=MODEL)
         results = {"meta": meta, **measure(Path(args.measure), labels, labelled)}
