@@ -11,7 +11,8 @@ Two steps:
   case the question, the expected answer, the answer, the scorer's verdict and signals, and the hand label
   (carried over from the existing results file where the answer text is unchanged, or taken from
   ``--labels FILE``, ``{"id": "correct|partly|wrong"}`` or ``{"_about": ..., "labels": {...}}`` as committed under
-  ``benchmarks/labels/``, for the first ``HANDCHECK_CASES`` answered answerable cases by id), plus the run's summary figures and the ``meta`` block (date, machine, load, commit, model).
+  ``benchmarks/labels/``, for the first ``HANDCHECK_CASES`` answered answerable cases by id), plus the run's
+  summary figures and the ``meta`` block (date, machine, load, commit, model).
 - ``make report`` renders the section with :func:`render`: exact verdict agreement, the confusion matrix, and the
   summary figures, with the model that produced them. ``python -m benchmarks.correctness_report`` (no flag)
   prints the section.
@@ -62,19 +63,19 @@ def agreement(cases: list[dict], key: str = "scorer") -> dict:
 
 
 def paired(cases: list[dict]) -> dict | None:
-    """The scorer with NLI vs without it on the same hand-labelled answers: cases only one of them gets right, the
-    exact McNemar test on those (SciPy ``binomtest``), and a bootstrap interval of the kappa difference
-    (resampling cases; with minus without)."""
-    if not cases or "scorer_without_nli" not in cases[0]:
+    """The shipped scorer vs the other NLI choice on the same hand-labelled answers: cases only one of them gets
+    right, the exact McNemar test on those (SciPy ``binomtest``), and a bootstrap interval of the kappa difference
+    (resampling cases; shipped minus alternative)."""
+    if not cases or "alternative" not in cases[0]:
         return None
     import numpy as np
     from scipy.stats import binomtest
     from sklearn.metrics import cohen_kappa_score
 
-    with_only = sum(c["scorer"] == c["hand"] != c["scorer_without_nli"] for c in cases)
-    without_only = sum(c["scorer_without_nli"] == c["hand"] != c["scorer"] for c in cases)
+    with_only = sum(c["scorer"] == c["hand"] != c["alternative"] for c in cases)
+    without_only = sum(c["alternative"] == c["hand"] != c["scorer"] for c in cases)
     hand = np.array([c["hand"] for c in cases])
-    arms = {k: np.array([c[k] for c in cases]) for k in ("scorer", "scorer_without_nli")}
+    arms = {k: np.array([c[k] for c in cases]) for k in ("scorer", "alternative")}
     rng = np.random.default_rng(0)
     diffs = []
     for _ in range(2000):
@@ -83,7 +84,7 @@ def paired(cases: list[dict]) -> dict | None:
         if not any(np.isnan(k)):
             diffs.append(k[0] - k[1])
     low, high = (float(np.percentile(diffs, q)) for q in (2.5, 97.5))
-    return {"with_only": with_only, "without_only": without_only,
+    return {"shipped_only": with_only, "alternative_only": without_only,
             "mcnemar_p": float(binomtest(with_only, with_only + without_only).pvalue) if with_only + without_only
             else 1.0, "kappa_diff_ci95": [low, high], "resamples": 2000}
 
@@ -121,23 +122,28 @@ def _summary_heading(results: dict) -> str:
             "gate's defaults were fitted on the other part):")
 
 
-def _comparison(cases: list[dict]) -> list[str]:
-    """The same answers scored without the NLI model, and the paired test of the two scorers."""
+def _comparison(results: dict) -> list[str]:
+    """The same answers scored with the other NLI choice, and the paired test of the two scorers."""
+    cases = results["cases"]
     p = paired(cases)
     if p is None:
         return []
-    b = agreement(cases, "scorer_without_nli")
-    a = agreement(cases)
+    b, a = agreement(cases, "alternative"), agreement(cases)
+    decides = results.get("nli_decides", False)
+    shipped = "the NLI labels decide" if decides else "the NLI labels recorded, not deciding"
+    other = "recorded, not deciding" if decides else "deciding (a contradiction either way is wrong, an entailment " \
+        "either way can make an answer with its key facts correct)"
+    kappa = ("n/a" if a["kappa"] is None else f"{a['kappa']:.2f}", "n/a" if b["kappa"] is None else f"{b['kappa']:.2f}")
     return [
-        f"**With and without the NLI model, same answers.** Without it (token recall, key facts and the semantic "
-        f"match only) the scorer agrees on {b['agree']} of {b['cases']} ({_pct(b['rate'])}, "
-        f"{_pct(b['ci95'][0])}–{_pct(b['ci95'][1])}), kappa " + ("n/a" if b["kappa"] is None else f"{b['kappa']:.2f}")
-        + "; with it, kappa " + ("n/a" if a["kappa"] is None else f"{a['kappa']:.2f}")
-        + f". Kappa difference (with minus without) 95 % bootstrap interval {p['kappa_diff_ci95'][0]:+.2f} to "
-        f"{p['kappa_diff_ci95'][1]:+.2f} ({p['resamples']:,} resamples of the cases); the NLI scorer alone agrees "
-        f"with the hand label on {p['with_only']} cases, the scorer without it alone on {p['without_only']} "
-        f"(exact McNemar p {p['mcnemar_p']:.2g}).", "",
-        "| hand \\ scorer without NLI | " + " | ".join(VERDICTS) + " |", "|---|" + "---:|" * len(VERDICTS),
+        f"**Shipped scorer ({shipped}) vs the NLI labels {other}, same answers.** The alternative agrees on "
+        f"{b['agree']} of {b['cases']} ({_pct(b['rate'])}, {_pct(b['ci95'][0])}–{_pct(b['ci95'][1])}), kappa "
+        f"{kappa[1]}; the shipped scorer's kappa is {kappa[0]}. Kappa difference (shipped minus alternative) 95 % "
+        f"bootstrap interval {p['kappa_diff_ci95'][0]:+.2f} to {p['kappa_diff_ci95'][1]:+.2f} "
+        f"({p['resamples']:,} resamples of the cases); only the shipped scorer agrees with the hand label on "
+        f"{p['shipped_only']} cases, only the alternative on {p['alternative_only']} (exact McNemar p "
+        f"{p['mcnemar_p']:.2g}). The shipped choice was made after this comparison, on these labels, so its kappa "
+        "here is not out of sample.", "",
+        "| hand \\ alternative | " + " | ".join(VERDICTS) + " |", "|---|" + "---:|" * len(VERDICTS),
         *(f"| {h} | " + " | ".join(str(b["matrix"][h][v]) for v in VERDICTS) + " |" for h in VERDICTS), "",
     ]
 
@@ -168,7 +174,7 @@ def render(results: dict) -> str:
         "| hand \\ scorer | " + " | ".join(VERDICTS) + " |", "|---|" + "---:|" * len(VERDICTS),
         *(f"| {h} | " + " | ".join(str(a["matrix"][h][v]) for v in VERDICTS) + " |" for h in VERDICTS), "",
         _direction(a["matrix"]), "",
-        *_comparison(cases),
+        *_comparison(results),
         _summary_heading(results), "",
         "| metric | value |", "|---|---:|",
         f"| answered (answerable) | {_pct(s['answer_rate_answerable'])} |",
@@ -191,10 +197,11 @@ def render(results: dict) -> str:
 
 # -- measuring ------------------------------------------------------------------------------------------------
 
-def _case_record(case, trace, verdict, without, hand: str) -> dict:
+def _case_record(case, trace, verdict, other, hand: str) -> dict:
+    """One hand-checked case: the shipped scorer's verdict (``scorer``) and the other NLI choice's (``alternative``)."""
     return {"id": case.id, "question": case.question, "expected_answer": case.expected_answer,
             "answer": trace.answer, "hand": hand, "scorer": verdict.verdict, "why": verdict.why,
-            "scorer_without_nli": without.verdict, "why_without_nli": without.why,
+            "alternative": other.verdict, "why_alternative": other.why,
             "nli_forward": verdict.nli_forward, "nli_backward": verdict.nli_backward,
             "token_recall": verdict.token_recall, "semantic": verdict.semantic,
             "missing_facts": list(verdict.missing_facts), "contradicted_facts": list(verdict.contradicted_facts)}
@@ -214,8 +221,9 @@ def _nli_model():
 
 
 def measure(eval_dir: Path, labels: dict[str, str] | None, labelled: list[dict] | None = None) -> dict:
-    """Re-score an ``eval --out`` directory of the WHOLE golden set, with the NLI model (both directions) and
-    without it, so the hand check compares the two scorers on the same answers.
+    """Re-score an ``eval --out`` directory of the WHOLE golden set with the shipped scorer (the NLI model's two
+    labels recorded; whether they decide is ``workbench.correctness.NLI_DECIDES``) and with the other choice, so
+    the hand check compares the two scorers on the same answers.
 
     Hand check: with ``labels`` ({id: verdict}, labelled on this run's answers), the first ``HANDCHECK_CASES``
     answered answerable cases by id. Without, the ``labelled`` cases of the previous results file, each kept
@@ -225,7 +233,7 @@ def measure(eval_dir: Path, labels: dict[str, str] | None, labelled: list[dict] 
     """
     from pipeline.config import PipelineConfig
     from pipeline.models.registry import default_models
-    from workbench.correctness import score_case
+    from workbench.correctness import NLI_DECIDES, score_case
     from workbench.evaluate import abstained_by, build_row, read_traces
     from workbench.golden import find_split, load_golden
     from workbench.summary import summarise
@@ -237,12 +245,11 @@ def measure(eval_dir: Path, labels: dict[str, str] | None, labelled: list[dict] 
     embedder = default_models().embedder(PipelineConfig().embedding)
     model, nli_model, nli = _nli_model()
 
-    def scored_all(with_nli: bool) -> dict:
+    def scored_all(nli_decides: bool) -> dict:
         return {c.id: score_case(c, traces[c.id], abstained=bool(abstained_by(traces[c.id])), embedder=embedder,
-                                 nli_model=model if with_nli else None, nli_status=nli if with_nli else "off")
-                for c in cases}
+                                 nli_model=model, nli_status=nli, nli_decides=nli_decides) for c in cases}
 
-    verdicts, without = scored_all(True), scored_all(False)
+    verdicts, deciding = scored_all(NLI_DECIDES), scored_all(not NLI_DECIDES)
     part = "test" if split is not None and set(split.parts["test"]) <= set(traces) else "all"
     scored = [c for c in cases if part == "all" or split.part_of(c.id) == part]
     rows = [build_row(c, traces[c.id], verdicts[c.id]) for c in scored]
@@ -251,18 +258,19 @@ def measure(eval_dir: Path, labels: dict[str, str] | None, labelled: list[dict] 
     out, dropped = [], []
     if labels is not None:
         for cid in sorted(answered)[:HANDCHECK_CASES]:
-            out.append(_case_record(answered[cid], traces[cid], verdicts[cid], without[cid], labels[cid]))
+            out.append(_case_record(answered[cid], traces[cid], verdicts[cid], deciding[cid], labels[cid]))
         source = "labelled on this run's answers"
     else:
         for old in labelled or []:
             cid = old["id"]
             if cid in answered and traces[cid].answer == old["answer"]:
-                out.append(_case_record(answered[cid], traces[cid], verdicts[cid], without[cid], old["hand"]))
+                out.append(_case_record(answered[cid], traces[cid], verdicts[cid], deciding[cid], old["hand"]))
             else:
                 dropped.append(cid)
         source = "carried over from an earlier run's labels where this run gave the identical answer"
-    return {"nli": nli, "nli_model": nli_model, "part": part, "summary": {k: summary[k] for k in SUMMARY_KEYS},
-            "handcheck": {"source": source, "dropped": dropped}, "cases": out}
+    return {"nli": nli, "nli_model": nli_model, "nli_decides": NLI_DECIDES, "part": part,
+            "summary": {k: summary[k] for k in SUMMARY_KEYS}, "handcheck": {"source": source, "dropped": dropped},
+            "cases": out}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,10 @@ Signals (:class:`Correctness` keeps every one of them):
    answers carry detail a correct answer need not repeat), so the two are combined (:func:`combine_nli`):
    ``contradiction`` when either way contradicts, ``entailment`` when either way entails, else ``neutral``; both
    labels are recorded. ``"unavailable"`` when no NLI model resolves, ``"off"`` when the check was not asked for
-   (``--no-nli``).
+   (``--no-nli``). Whether the combined label takes part in the verdict is :data:`NLI_DECIDES` — off: against
+   hand labels (BENCHMARKS.md, "Answer correctness", which compares both scorers on the same answers) the model,
+   trained on single claims against single sentences, reads whole multi-sentence extractive answers poorly and
+   lowered agreement, so its labels are recorded beside the verdict but do not change it.
 
 Verdict (:func:`decide`), first rule that applies:
 
@@ -79,6 +82,9 @@ _VERSION = re.compile(r"v\d+(?:\.\d+)*")
 _DIGIT = re.compile(r"\d")
 _WORD_JOINT = re.compile(r"[\-/:]")
 _ABBREVIATIONS = frozenset({"e.g", "i.e"})
+
+
+NLI_DECIDES = False   # the combined NLI label is recorded, not used in the verdict (module docstring, point 3)
 
 
 @dataclass(frozen=True)
@@ -230,16 +236,18 @@ def answer_sentences(answer: str) -> list[str]:
 
 
 def score(expected: str, answer: str, *, question: str = "", semantic: float | None = None, nli: str = "off",
-          nli_pair: tuple[str, str] = ("", "")) -> Correctness:
+          nli_pair: tuple[str, str] = ("", ""), nli_decides: bool = NLI_DECIDES) -> Correctness:
     """Score one answered case; ``semantic`` comes from :func:`semantic_match`; ``nli`` is a status ("off",
-    "unavailable") or a label, and ``nli_pair`` the two labels of :func:`nli_labels`, which decide when given
-    (pure: the models are run by the caller)."""
+    "unavailable") or a label, and ``nli_pair`` the two labels of :func:`nli_labels`, recorded always and
+    combined into the verdict only with ``nli_decides`` (:data:`NLI_DECIDES`) (pure: the models are run by the
+    caller)."""
     if all(nli_pair):
         nli = combine_nli(*nli_pair)
+    ruling = nli if nli_decides else "off"
     text = " ".join(answer_sentences(answer)) or answer
     recall, precision, f1 = token_scores(expected, text, question)
     facts, missing, contradicted = fact_check(expected, text, question)
-    verdict, why = decide(recall, facts, missing, contradicted, semantic, nli)
+    verdict, why = decide(recall, facts, missing, contradicted, semantic, ruling)
     return Correctness(verdict=verdict, why=why, token_recall=round(recall, 4), token_precision=round(precision, 4),
                        token_f1=round(f1, 4), key_facts=facts, missing_facts=missing, contradicted_facts=contradicted,
                        semantic=None if semantic is None else round(float(semantic), 4), nli=nli,
@@ -285,8 +293,8 @@ def combine_nli(forward: str, backward: str) -> str:
     return "neutral"
 
 
-def score_case(case, trace, *, abstained: bool, embedder=None, nli_model=None, nli_status: str = "off"
-               ) -> Correctness | None:
+def score_case(case, trace, *, abstained: bool, embedder=None, nli_model=None, nli_status: str = "off",
+               nli_decides: bool = NLI_DECIDES) -> Correctness | None:
     """One golden case (:class:`workbench.golden.GoldenCase`) and its trace → a verdict, or ``None`` for an
     abstention or an answerable case without an expected answer. ``nli_status`` is recorded when no
     ``nli_model`` is given ("unavailable", "off")."""
@@ -299,4 +307,4 @@ def score_case(case, trace, *, abstained: bool, embedder=None, nli_model=None, n
     semantic = semantic_match(case.expected_answer, trace.answer, embedder) if embedder is not None else None
     pair = nli_labels(case.expected_answer, trace.answer, nli_model) if nli_model is not None else ("", "")
     return score(case.expected_answer, trace.answer, question=case.question, semantic=semantic, nli=nli_status,
-                 nli_pair=pair)
+                 nli_pair=pair, nli_decides=nli_decides)

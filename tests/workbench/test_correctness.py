@@ -53,7 +53,9 @@ def test_versions_and_numbers_match_only_whole():
 
 def test_nli_contradiction_is_wrong_and_entailment_can_carry_a_paraphrase():
     paraphrase = "Failed deliveries are retried eight times in 3.1 [1]."
-    assert score(EXPECTED, paraphrase, nli="contradiction").verdict == "wrong"
+    assert score(EXPECTED, paraphrase, nli="contradiction", nli_decides=True).verdict == "wrong"
+    stated = "In 3.1 the default delivery.max_retries is 8 [1]."
+    assert score(EXPECTED, stated, nli="contradiction").verdict == "correct", "by default NLI is recorded only"
     assert decide(0.3, ("3.1",), (), (), None, "entailment")[0] == "correct"
     assert decide(0.3, ("3.1",), (), (), None, "neutral")[0] == "partly"
 
@@ -103,6 +105,13 @@ class _DirectionalNLI:
         return np.array(out)
 
 
+class _ContradictingNLI:
+    labels = ("entailment", "neutral", "contradiction")
+
+    def predict(self, pairs):
+        return np.array([[0.1, 0.1, 0.8]] * len(pairs))
+
+
 def test_nli_reads_both_directions_so_a_short_correct_answer_counts():
     expected = "Deliveries are retried 8 times by default in 3.1, then dead-lettered and kept 14 days"
     short = "Deliveries are retried 8 times by default in 3.1"
@@ -113,11 +122,14 @@ def test_nli_reads_both_directions_so_a_short_correct_answer_counts():
     from pipeline.trace import Trace
 
     scored = score_case(case, Trace(question=case.question, answer=short + " [1]."), abstained=False,
-                        nli_model=_DirectionalNLI())
+                        nli_model=_DirectionalNLI(), nli_decides=True)
     assert (scored.nli, scored.nli_forward, scored.nli_backward) == ("entailment", "neutral", "entailment")
-    wrong = score_case(case, Trace(question=case.question, answer="Deliveries are retried 5 times [1]."),
-                       abstained=False, nli_model=_DirectionalNLI())
+    answer = Trace(question=case.question, answer=short + " [1].")
+    wrong = score_case(case, answer, abstained=False, nli_model=_ContradictingNLI(), nli_decides=True)
     assert wrong.nli == "contradiction" and wrong.verdict == "wrong"
+    recorded = score_case(case, answer, abstained=False, nli_model=_ContradictingNLI())
+    assert recorded.nli == "contradiction" and recorded.verdict != "wrong", \
+        "the shipped scorer records the NLI labels beside its verdict without letting them decide"
     assert "NLI answer⇒expected neutral, expected⇒answer entailment" in scored.signals()
     assert "key facts 2/3 stated" in scored.signals()
     assert combine_nli("neutral", "neutral") == "neutral"
