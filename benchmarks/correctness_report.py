@@ -26,9 +26,21 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from benchmarks.results_io import ROOT, load_average, load_results, meta_line, results_path, run_meta, write_results
+from benchmarks.results_io import (
+    ROOT,
+    Depends,
+    load_average,
+    load_results,
+    meta_line,
+    results_path,
+    run_meta,
+    write_results,
+)
 
 NAME = "correctness_handcheck"
+# the scorer and its models (the answers come from a run it re-scores; their texts are in the results file)
+DEPENDS = Depends(("benchmarks/correctness_report.py", "workbench/correctness.py", "benchmarks/labels",
+                   "pipeline/models/weights/nli", "golden/golden.jsonl"), ("validate", "embedding"))
 GOLDEN = ROOT / "golden" / "golden.jsonl"
 HANDCHECK_CASES = 50
 MODEL = "extractive generator, packaged all-MiniLM-L6-v2"
@@ -284,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(labels, dict) and isinstance(labels.get("labels"), dict):   # {"_about": ..., "labels": {...}}
             labels = labels["labels"]
         labelled = None if args.labels else load_results(NAME)["cases"]
-        meta = run_meta(model=MODEL)
+        meta = run_meta(model=MODEL, depends=DEPENDS)
         results = {"meta": meta, **measure(Path(args.measure), labels, labelled)}
         meta["load_average_end"] = load_average()
         write_results(NAME, results)

@@ -21,7 +21,7 @@ import statistics
 import sys
 import time
 
-from benchmarks.results_io import ROOT, load_average, load_results, meta_line, run_meta, write_results
+from benchmarks.results_io import ROOT, Depends, load_average, load_results, meta_line, run_meta, write_results
 from pipeline.config import PipelineConfig
 from pipeline.context import StageContext
 from pipeline.ingestion.chunking import chunk_document
@@ -31,6 +31,8 @@ from pipeline.trace import Candidate, GenerationTrace, Source
 from pipeline.validation import citations
 
 NAME = "validation"
+DEPENDS = Depends(("benchmarks/validation.py", "pipeline/validation", "pipeline/text", "pipeline/models",
+                    "pipeline/trace.py"), ("validate", "embedding"))
 SECTION = "## Validation cost"
 MODEL = "all-MiniLM-L6-v2 (packaged, offline); NLI workbench/nli-check (int8 ONNX)"
 SOURCE_FILES = ("errors/err-timeout-502.md", "faq/faq-delivery-retries.md")
@@ -188,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    meta = run_meta(model=MODEL)
+    meta = run_meta(model=MODEL, depends=DEPENDS)
     results = {"meta": meta, "threads": torch.get_num_threads(), **measure(args.runs, args.warmup)}
     meta["load_average_end"] = load_average()
     path = write_results(NAME, results)
