@@ -73,7 +73,14 @@ def test_the_bundled_floors_file_bounds_the_design_metrics_and_says_how_it_was_s
     golden = load_golden(ROOT / "golden" / "golden.jsonl")
     gate = load_floors(FLOORS, golden.tags)
     data = json.loads(FLOORS.read_text(encoding="utf-8"))
-    assert "_about" in data and "below" in data["_about"]
+    assert "_about" in data and "95 % interval" in data["_about"]
+    derived = data["_interval"]
+    for table in ("floors", "ceilings"):   # every bound with a measured interval is that interval's end
+        for key, bound in data[table].items():
+            if key in derived[table]:
+                assert bound == derived[table][key], f"{table}.{key} is not its interval end"
+    assert all(data["floors"][k] <= data["_measured"][k] for k in derived["floors"]), "a floor above its measurement"
+    assert all(data["ceilings"][k] >= data["_measured"][k] for k in derived["ceilings"])
     assert {"recall_at_10", "mrr", "answer_rate_answerable", "citation_support_rate"} <= set(gate.floors)
     assert "false_answer_rate_unanswerable" in gate.ceilings
     assert set(gate.floors) | set(gate.ceilings) <= set(SUMMARY_METRICS) | {
