@@ -60,6 +60,15 @@ def _num(value, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def _ci(part: dict, key: str, pct: bool = False) -> str:
+    """`` [low–high]`` from a part's intervals (empty for results measured before parts carried them)."""
+    ci = (part.get("intervals") or {}).get(key)
+    if not ci:
+        return ""
+    low, high = ci["ci95"]
+    return f" [{100 * low:.1f}–{100 * high:.1f}]" if pct else f" [{low:.3f}–{high:.3f}]"
+
+
 def _rates(point: dict | None) -> str:
     if not point:
         return "—"
@@ -98,10 +107,12 @@ def render(results: dict) -> str:
         f"| answer rate on answerable | {rate_ci(test['answer_rate_answerable'], test['answerable'], True)} |",
         f"| false-answer rate on unanswerable | "
         f"{rate_ci(test['false_answer_rate_unanswerable'], test['unanswerable'], True)} |",
-        f"| abstention precision / recall | {_num(test['abstention_precision'])} / "
-        f"{_num(test['abstention_recall'])} |",
-        f"| recall@10 (any expected document) / MRR@10 | {_num(test['recall_at_10'])} / {_num(test['mrr'])} |",
-        f"| claims supported by their citation | {_pct(test['citation_support_rate'])} |",
+        f"| abstention precision / recall | {_num(test['abstention_precision'])}{_ci(test, 'abstention_precision')} / "
+        f"{_num(test['abstention_recall'])}{_ci(test, 'abstention_recall')} |",
+        f"| recall@10 (any expected document) / MRR@10 | {_num(test['recall_at_10'])}{_ci(test, 'recall_at_10')} / "
+        f"{_num(test['mrr'])}{_ci(test, 'mrr')} |",
+        f"| claims supported by their citation (interval: bootstrap over answers) | "
+        f"{_pct(test['citation_support_rate'])}{_ci(test, 'citation_support_rate', pct=True)} |",
         f"| correct answers (of answered answerable) | "
         f"{rate_ci(test['correct_answer_rate'], answered_answerable, True)} |",
         f"| supported but wrong (of all answered) | "

@@ -38,7 +38,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.results_io import ROOT, load_average, load_results, meta_line, results_path, run_meta, write_results
+from benchmarks.results_io import (
+    ROOT,
+    load_average,
+    load_results,
+    meta_line,
+    rate_ci,
+    results_path,
+    run_meta,
+    write_results,
+)
 
 NAME = "ood"
 EMANUAL = "emanual_samsung"
@@ -207,8 +216,14 @@ def _pct(x) -> str:
     return "—" if x is None else f"{100 * x:.1f} %"
 
 
+def _ci(rate, n: int) -> str:
+    """A rate with its 95 % Wilson interval (``—`` when there is none)."""
+    return "—" if rate is None else rate_ci(rate, n)
+
+
 def render(results: dict) -> str:
-    """The BENCHMARKS.md section, from ``benchmarks/results/ood.json`` alone."""
+    """The BENCHMARKS.md section, from ``benchmarks/results/ood.json`` alone (each rate with its 95 % Wilson interval
+    over the questions it counts)."""
     meta, g = results["meta"], results["gate"]
     lines = [
         "## Out-of-domain abstention", "",
@@ -227,13 +242,15 @@ def render(results: dict) -> str:
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for row in results["rows"]:
-        hit = (f"{_pct(row['hit_at_10'])} (of {row['hit_at_10_questions']:,})" if row["hit_at_10"] is not None
-               else "—")
+        hit = (f"{_ci(row['hit_at_10'], row['hit_at_10_questions'])} (of {row['hit_at_10_questions']:,})"
+               if row["hit_at_10"] is not None else "—")
         asked = f"{row['questions']:,} ({row['answerable']:,} / {row['unanswerable']:,})"
-        lines.append(f"| {row['set']} | {asked} | {_pct(row['answer_rate_answerable'])} | "
-                     f"{_pct(row['false_answer_rate_unanswerable'])} | {hit} | {_pct(row['correct_rate'])} / "
-                     f"{_pct(row['partly_rate'])} / {_pct(row['wrong_rate'])} | "
-                     f"{_pct(row['answered_correctly'] if row.get('judged') else None)} |")  # none judged: no answers
+        judged = row.get("judged") or 0
+        lines.append(f"| {row['set']} | {asked} | {_ci(row['answer_rate_answerable'], row['answerable'])} | "
+                     f"{_ci(row['false_answer_rate_unanswerable'], row['unanswerable'])} | {hit} | "
+                     f"{_ci(row['correct_rate'], judged)} / {_ci(row['partly_rate'], judged)} / "
+                     f"{_ci(row['wrong_rate'], judged)} | "
+                     f"{_ci(row['answered_correctly'] if judged else None, row['answerable'])} |")  # none judged
     lines += ["", "The questions column counts all questions asked (answerable / unanswerable). Where the rows come "
               "from:", ""]
     for row in results["rows"]:

@@ -243,9 +243,10 @@ PART_METRICS = ("cases", "answerable", "unanswerable", "answer_rate_answerable",
 
 def part_figures(rows: Sequence) -> dict:
     """The headline figures of a subset of rows (one part of the golden split): gate, retrieval, citation and
-    correctness rates, and the trust shares."""
+    correctness rates with their 95 % intervals (:func:`intervals`), and the trust shares."""
     numbers = {**gate_rates(rows), **retrieval_rates(rows), **citation_rates(rows), **correctness_rates(rows)}
     out = {k: _rounded(numbers[k]) for k in PART_METRICS}
+    out["intervals"] = {k: v for k, v in intervals(rows).items() if k in PART_METRICS}
     out["trust_answerable"] = trust([r for r in rows if r.answerable])
     out["trust_unanswerable"] = trust([r for r in rows if not r.answerable])
     return out
