@@ -57,36 +57,64 @@ CORRECTNESS_METRICS = ("correct_answer_rate", "partly_answer_rate", "wrong_answe
 TRUST_KEYS = ("answered_correctly", "answered_partly", "abstained", "answered_wrongly")
 
 
-def gate_rates(rows: Sequence) -> dict:
+def gate_counts(rows: Sequence) -> dict[str, tuple[int, int]]:
+    """(hits, cases) behind each gate rate."""
     answerable = [r for r in rows if r.answerable]
     unanswerable = [r for r in rows if not r.answerable]
     abstained = [r for r in rows if r.abstained]
     correct_abstentions = sum(not r.answerable for r in abstained)
-    return {
-        "cases": len(rows), "answerable": len(answerable), "unanswerable": len(unanswerable),
-        "answer_rate_answerable": rate(sum(not r.abstained for r in answerable), len(answerable)),
-        "false_answer_rate_unanswerable": rate(sum(not r.abstained for r in unanswerable), len(unanswerable)),
-        "abstention_precision": rate(correct_abstentions, len(abstained)),
-        "abstention_recall": rate(correct_abstentions, len(unanswerable)),
-    }
+    return {"answer_rate_answerable": (sum(not r.abstained for r in answerable), len(answerable)),
+            "false_answer_rate_unanswerable": (sum(not r.abstained for r in unanswerable), len(unanswerable)),
+            "abstention_precision": (correct_abstentions, len(abstained)),
+            "abstention_recall": (correct_abstentions, len(unanswerable))}
+
+
+def gate_rates(rows: Sequence) -> dict:
+    return {"cases": len(rows), "answerable": sum(r.answerable for r in rows),
+            "unanswerable": sum(not r.answerable for r in rows),
+            **{k: rate(*kn) for k, kn in gate_counts(rows).items()}}
+
+
+def _labelled(rows: Sequence) -> list:
+    return [r for r in rows if r.answerable and r.expected_doc_ids]
+
+
+def retrieval_counts(rows: Sequence) -> dict[str, tuple[int, int]]:
+    """(hits, labelled answerable cases) behind recall@10 (any expected document in the top 10)."""
+    labelled = _labelled(rows)
+    return {"recall_at_10": (sum(bool(r.hit_at_10) for r in labelled), len(labelled))}
 
 
 def retrieval_rates(rows: Sequence) -> dict:
-    labelled = [r for r in rows if r.answerable and r.expected_doc_ids]
-    return {"recall_at_10": rate(sum(bool(r.hit_at_10) for r in labelled), len(labelled)),
+    labelled = _labelled(rows)
+    return {"recall_at_10": rate(*retrieval_counts(rows)["recall_at_10"]),
             "recall_at_10_fraction": mean(r.recall_at_10 for r in labelled),
             "mrr": mean(r.reciprocal_rank for r in labelled)}
 
 
-def citation_rates(rows: Sequence) -> dict:
+def citation_counts(rows: Sequence) -> dict[str, tuple[int, int]]:
+    """(hits, validated answers) behind each answer-level citation rate."""
     validated = [r for r in rows if r.supported is not None]
-    claims = sum(r.claims for r in validated)
-    supported = sum(r.supported_claims for r in validated)
-    cited = sum(r.supported_claims + r.unsupported_claims for r in validated)
-    return {"citation_support_rate": rate(supported, claims), "citation_support_rate_cited": rate(supported, cited),
-            "fabricated_marker_rate": rate(sum(r.fabricated_markers > 0 for r in validated), len(validated)),
-            "answers_validated": len(validated), "claims": claims,
-            "answers_fully_supported": rate(sum(bool(r.supported) for r in validated), len(validated))}
+    return {"fabricated_marker_rate": (sum(r.fabricated_markers > 0 for r in validated), len(validated)),
+            "answers_fully_supported": (sum(bool(r.supported) for r in validated), len(validated))}
+
+
+def claim_counts(rows: Sequence) -> dict[str, tuple[list[int], list[int]]]:
+    """Per validated answer, (supported claims, claims) behind each claim-level support rate."""
+    validated = [r for r in rows if r.supported is not None]
+    supported = [r.supported_claims for r in validated]
+    return {"citation_support_rate": (supported, [r.claims for r in validated]),
+            "citation_support_rate_cited": (supported, [r.supported_claims + r.unsupported_claims
+                                                        for r in validated])}
+
+
+def citation_rates(rows: Sequence) -> dict:
+    claims, answers = claim_counts(rows), citation_counts(rows)
+    return {**{k: rate(sum(num), sum(den)) for k, (num, den) in claims.items()},
+            "fabricated_marker_rate": rate(*answers["fabricated_marker_rate"]),
+            "answers_validated": answers["answers_fully_supported"][1],
+            "claims": sum(claims["citation_support_rate"][1]),
+            "answers_fully_supported": rate(*answers["answers_fully_supported"])}
 
 
 def verdict(row) -> str | None:
@@ -111,16 +139,21 @@ def trust(rows: Sequence) -> dict:
     return {**out, "cases": len(rows), "unscored": counts["unscored"]}
 
 
-def correctness_rates(rows: Sequence) -> dict:
+def correctness_counts(rows: Sequence) -> dict[str, tuple[int, int]]:
+    """(hits, answers) behind each correctness rate."""
     answered = [r for r in rows if not r.abstained]
     answered_answerable = [r for r in answered if r.answerable]
     scored = [verdict(r) for r in answered_answerable if verdict(r) is not None]
-    return {"correct_answer_rate": rate(scored.count("correct"), len(scored)),
-            "partly_answer_rate": rate(scored.count("partly"), len(scored)),
-            "wrong_answer_rate": rate(scored.count("wrong"), len(scored)),
-            "supported_but_wrong_rate": rate(sum(supported_but_wrong(r) for r in answered), len(answered)),
-            "supported_but_wrong_rate_answerable": rate(sum(supported_but_wrong(r) for r in answered_answerable),
-                                                        len(answered_answerable))}
+    return {"correct_answer_rate": (scored.count("correct"), len(scored)),
+            "partly_answer_rate": (scored.count("partly"), len(scored)),
+            "wrong_answer_rate": (scored.count("wrong"), len(scored)),
+            "supported_but_wrong_rate": (sum(supported_but_wrong(r) for r in answered), len(answered)),
+            "supported_but_wrong_rate_answerable": (sum(supported_but_wrong(r) for r in answered_answerable),
+                                                    len(answered_answerable))}
+
+
+def correctness_rates(rows: Sequence) -> dict:
+    return {k: rate(*kn) for k, kn in correctness_counts(rows).items()}
 
 
 def correctness_block(rows: Sequence) -> dict:
@@ -165,51 +198,30 @@ def _rounded(value):
     return round_or_none(value) if isinstance(value, float) else value
 
 
-def intervals(rows: Sequence) -> dict:
-    """The 95 % interval of every rate of the summary, with the counts behind it: ``{metric: {"k", "n", "ci95",
-    "method"}}``. A rate over independent cases gets the Wilson interval (:func:`workbench.metrics.wilson`); a
-    claim-level rate a bootstrap resampling answers, and a mean over cases (MRR, the recall fraction) a bootstrap
-    resampling cases (:func:`workbench.metrics.ratio_bootstrap`). A metric with no cases is left out."""
+def intervals(rows: Sequence, keys: Sequence[str] | None = None) -> dict:
+    """The 95 % interval of every rate of the summary (or of ``keys``), with the counts behind it: ``{metric: {"k",
+    "n", "ci95", "method"}}``, from the same counts the rates are computed from. A rate over independent cases gets
+    the Wilson interval (:func:`workbench.metrics.wilson`); a claim-level rate a bootstrap resampling answers, and a
+    mean over cases (MRR, the recall fraction) a bootstrap resampling cases (:func:`workbench.metrics.ratio_bootstrap`).
+    A metric with no cases is left out."""
     from workbench.metrics import ratio_bootstrap, wilson
 
-    answerable = [r for r in rows if r.answerable]
-    unanswerable = [r for r in rows if not r.answerable]
-    abstained = [r for r in rows if r.abstained]
-    labelled = [r for r in answerable if r.expected_doc_ids]
-    validated = [r for r in rows if r.supported is not None]
-    answered = [r for r in rows if not r.abstained]
-    answered_answerable = [r for r in answered if r.answerable]
-    scored = [verdict(r) for r in answered_answerable if verdict(r) is not None]
-    proportions = {
-        "answer_rate_answerable": (sum(not r.abstained for r in answerable), len(answerable)),
-        "false_answer_rate_unanswerable": (sum(not r.abstained for r in unanswerable), len(unanswerable)),
-        "abstention_precision": (sum(not r.answerable for r in abstained), len(abstained)),
-        "abstention_recall": (sum(not r.answerable for r in abstained), len(unanswerable)),
-        "recall_at_10": (sum(bool(r.hit_at_10) for r in labelled), len(labelled)),
-        "fabricated_marker_rate": (sum(r.fabricated_markers > 0 for r in validated), len(validated)),
-        "answers_fully_supported": (sum(bool(r.supported) for r in validated), len(validated)),
-        "correct_answer_rate": (scored.count("correct"), len(scored)),
-        "partly_answer_rate": (scored.count("partly"), len(scored)),
-        "wrong_answer_rate": (scored.count("wrong"), len(scored)),
-        "supported_but_wrong_rate": (sum(supported_but_wrong(r) for r in answered), len(answered)),
-        "supported_but_wrong_rate_answerable": (sum(supported_but_wrong(r) for r in answered_answerable),
-                                                len(answered_answerable)),
-    }
+    labelled = _labelled(rows)
+    proportions = {**gate_counts(rows), **retrieval_counts(rows), **citation_counts(rows), **correctness_counts(rows)}
+    wanted = set(keys) if keys is not None else None
     out = {}
     for key, (k, n) in proportions.items():
-        if n:
+        if n and (wanted is None or key in wanted):
             out[key] = {"k": k, "n": n, "ci95": [round(v, 4) for v in wilson(k, n)], "method": "Wilson"}
-    clustered = {
-        "citation_support_rate": ([r.supported_claims for r in validated], [r.claims for r in validated]),
-        "citation_support_rate_cited": ([r.supported_claims for r in validated],
-                                        [r.supported_claims + r.unsupported_claims for r in validated]),
-        "mrr": ([r.reciprocal_rank or 0.0 for r in labelled], [1.0] * len(labelled)),
-        "recall_at_10_fraction": ([r.recall_at_10 or 0.0 for r in labelled], [1.0] * len(labelled)),
-    }
-    for key, (num, den) in clustered.items():
+    means = {key: [v for v in (getattr(r, attr) for r in labelled) if v is not None]
+             for key, attr in (("mrr", "reciprocal_rank"), ("recall_at_10_fraction", "recall_at_10"))}
+    clustered = {**{k: (num, den, "answers") for k, (num, den) in claim_counts(rows).items()},
+                 **{k: (v, [1.0] * len(v), "cases") for k, v in means.items()}}
+    for key, (num, den, unit) in clustered.items():
+        if wanted is not None and key not in wanted:
+            continue
         ci = ratio_bootstrap(num, den) if sum(den) else None
         if ci is not None:
-            unit = "answers" if key.startswith("citation") else "cases"
             out[key] = {"k": round(float(sum(num)), 4), "n": int(sum(den)), "ci95": [round(v, 4) for v in ci],
                         "method": f"bootstrap over {len(num)} {unit}"}
     return out
@@ -232,7 +244,7 @@ def summarise(rows: Sequence, traces: Sequence[Trace], tags: Sequence[str] = (),
     summary["intervals"] = intervals(rows)
     for tag in tags:   # the per-tag rates' intervals, under the dotted names floors use
         tagged = [r for r in rows if tag in r.tags]
-        summary["intervals"] |= {f"per_tag.{tag}.{k}": v for k, v in intervals(tagged).items() if k in TAG_METRICS}
+        summary["intervals"] |= {f"per_tag.{tag}.{k}": v for k, v in intervals(tagged, TAG_METRICS).items()}
     return summary
 
 
@@ -246,7 +258,7 @@ def part_figures(rows: Sequence) -> dict:
     correctness rates with their 95 % intervals (:func:`intervals`), and the trust shares."""
     numbers = {**gate_rates(rows), **retrieval_rates(rows), **citation_rates(rows), **correctness_rates(rows)}
     out = {k: _rounded(numbers[k]) for k in PART_METRICS}
-    out["intervals"] = {k: v for k, v in intervals(rows).items() if k in PART_METRICS}
+    out["intervals"] = intervals(rows, PART_METRICS)
     out["trust_answerable"] = trust([r for r in rows if r.answerable])
     out["trust_unanswerable"] = trust([r for r in rows if not r.answerable])
     return out
