@@ -19,8 +19,9 @@ hit@10 and MRR, citation support, correctness, NLI support) is reported. Per man
 Each case is tagged with its kind, so the per-tag rates give the two unanswerable kinds separately. The cases are
 split in two by a hash of the case id: ``tune`` (for any future fitting on this corpus) and ``test`` (reported
 here; nothing was ever fitted on it — the shipped defaults were fitted on the demo golden set's tune part).
-Every rate carries its 95 % Wilson interval. ``floors`` in the results file are derived from those intervals (the
-lower end for rates where higher is better, the upper end for false-answer rates): ``tests/benchmarks/
+Every rate carries its 95 % Wilson interval. ``bounds`` in the results file are derived from the evaluation
+summary's intervals (:func:`workbench.floors.interval_bounds`: the lower end for rates where higher is better, the
+upper end for false-answer rates): ``tests/benchmarks/
 test_external.py`` re-runs the S10 manual's test part and fails when the shipped default falls outside them.
 
 ``make bench-external`` (``python -m benchmarks.external``) measures and writes ``benchmarks/results/external.json``;
@@ -64,11 +65,10 @@ MANUALS = {"s10": ("Samsung Galaxy S10 manual", load_s10, "tv"),
 KINDS = ("answerable", "answer-removed", "off-topic")
 MODEL = ("extractive generator; embedder all-MiniLM-L6-v2 (packaged); reader workbench/answerability-reader and NLI "
          "workbench/nli-check (int8 ONNX, committed); shipped defaults")
-# what a floor bounds: (summary key, the case count it is a rate over, which end of the interval)
-BOUNDS = (("answer_rate_answerable", "answerable", "floor"),
-          ("per_tag.answer-removed.false_answer_rate_unanswerable", "answer-removed", "ceiling"),
-          ("per_tag.off-topic.false_answer_rate_unanswerable", "off-topic", "ceiling"),
-          ("recall_at_10", "answerable", "floor"))
+# what the CI test bounds on the S10 test part: the interval end of each (workbench.floors.interval_bounds)
+BOUNDED = {"floors": ("answer_rate_answerable", "recall_at_10"),
+           "ceilings": ("per_tag.answer-removed.false_answer_rate_unanswerable",
+                        "per_tag.off-topic.false_answer_rate_unanswerable")}
 
 
 def _hash(text: str) -> int:
@@ -159,27 +159,17 @@ KEYS = ("cases", "answerable", "unanswerable", "answer_rate_answerable", "false_
         "partly_answer_rate", "wrong_answer_rate", "supported_but_wrong_rate")
 
 
-def figures(summary: dict, n: dict[str, int]) -> dict:
-    """The reported figures of one run: the summary's rates, the per-kind false-answer rates, and the floors
-    derived from the 95 % Wilson intervals (:data:`BOUNDS`)."""
-    from workbench.metrics import wilson
+def figures(summary: dict) -> dict:
+    """The reported figures of one run: the summary's rates, the per-kind false-answer rates, and the bounds the CI
+    test holds (:data:`BOUNDED`), each the end of the metric's 95 % interval from the summary."""
+    from workbench.floors import interval_bounds
     from workbench.summary import lookup
 
     out = {k: summary.get(k) for k in KEYS}
     out["nli_support_rate"] = (summary.get("nli") or {}).get("support_rate")
     for kind in ("answer-removed", "off-topic"):
         out[f"false_answer_rate_{kind}"] = lookup(summary, f"per_tag.{kind}.false_answer_rate_unanswerable")
-    bounds = {"floors": {}, "ceilings": {}}
-    for key, kind, end in BOUNDS:
-        value, total = lookup(summary, key), n[kind]
-        if value is None or not total:
-            continue
-        low, high = wilson(int(round(value * total)), total)
-        if end == "floor":
-            bounds["floors"][key] = round(low, 4)
-        else:
-            bounds["ceilings"][key] = round(high, 4)
-    out["bounds"] = bounds
+    out["bounds"] = interval_bounds(summary, BOUNDED)
     return out
 
 
@@ -195,7 +185,7 @@ def measure(stores: Path, progress: bool = False) -> dict:
                            "removed_sections": len(ext.removed), "dropped_questions": ext.dropped,
                            "tune": counts(ext, "tune"),
                            "test": n, "store": store, "seconds": round(time.perf_counter() - t0, 1),
-                           **figures(evaluation.summary, n)}
+                           **figures(evaluation.summary)}
         print(f"{manual}: {sum(n.values())} test cases in {manuals[manual]['seconds']:.0f} s", file=sys.stderr)
     return {"manuals": manuals, "remove_one_in": REMOVE_ONE_IN, "off_topic": OFF_TOPIC, "seed": SEED,
             "reproduce": "make bench-external"}

@@ -249,6 +249,7 @@ def _run_from(eval_dir: Path, golden, split, cfg):
 def measure(evaluation, golden, split, cfg) -> dict:
     """Everything the section shows, from one evaluation of all cases (pure apart from the clock)."""
     from pipeline.gate.learned import reader_fitted
+    from workbench.floors import interval_bounds
     from workbench.golden import link_groups
     from workbench.summary import lookup, part_figures, summarise
     from workbench.sweep import RULE_KEYS, at_setting, cross_validate, extract
@@ -313,18 +314,6 @@ def measure(evaluation, golden, split, cfg) -> dict:
         "floors_interval": interval_bounds(test_summary, floors),
         "nli_reason": summary.get("nli", {}).get("reason", "") if summary.get("nli", {}).get("status") != "ran" else "",
     }
-
-
-def interval_bounds(summary: dict, floors: dict) -> dict:
-    """What each bound of ``floors`` would be if derived from this measurement's 95 % interval: the lower end for a
-    floor, the upper end for a ceiling (``summary["intervals"]``); a metric without an interval is left out."""
-    cis = summary.get("intervals") or {}
-    out = {"floors": {}, "ceilings": {}}
-    for table, end in (("floors", 0), ("ceilings", 1)):
-        for key in floors.get(table, {}):
-            if key in cis:
-                out[table][key] = round(cis[key]["ci95"][end], 4)
-    return out
 
 
 def update_floors_measured(results: dict) -> None:

@@ -139,6 +139,19 @@ def check(summary: dict, gate: Gate) -> list[Failure]:
     return failures
 
 
+def interval_bounds(summary: dict, bounded: dict) -> dict:
+    """Each bound of ``bounded`` (``{"floors": {metric: ...}, "ceilings": {...}}``) as this measurement's 95 %
+    interval makes it: the lower end for a floor, the upper end for a ceiling (``summary["intervals"]``,
+    :func:`workbench.summary.intervals`); a metric without an interval is left out."""
+    cis = summary.get("intervals") or {}
+    out = {"floors": {}, "ceilings": {}}
+    for table, end in (("floors", 0), ("ceilings", 1)):
+        for key in bounded.get(table, {}):
+            if key in cis:
+                out[table][key] = round(cis[key]["ci95"][end], 4)
+    return out
+
+
 def report_lines(failures: Sequence[Failure], gate: Gate, name: str) -> list[str]:
     if not failures:
         part = f" on the {gate.split} part" if gate.split else ""

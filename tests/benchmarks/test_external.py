@@ -64,10 +64,21 @@ def test_answer_removed_cases_lose_every_gold_section_and_answerable_ones_keep_t
         "a question without gold sections is neither answerable nor answer-removed"
 
 
+def _rows(kind: str, n: int, answered: int) -> list:
+    from workbench.evaluate import EvalRow
+
+    answerable = kind == "answerable"
+    return [EvalRow(id=f"{kind}:{i}", answerable=answerable, abstained=i >= answered, gate_score=0.0,
+                    gate_scale="learned", retrieved_doc_ids=("d",), supported=None, llm_calls=0,
+                    expected_doc_ids=("d",) if answerable else (), hit_at_10=True if answerable else None,
+                    tags=(kind,)) for i in range(n)]
+
+
 def test_floors_come_from_the_interval_not_from_the_point():
-    summary = {"answer_rate_answerable": 0.8, "recall_at_10": 1.0, "per_tag": {
-        "answer-removed": {"false_answer_rate_unanswerable": 0.2}, "off-topic": {"false_answer_rate_unanswerable": 0.0}}}
-    figures = external.figures(summary, {"answerable": 20, "answer-removed": 10, "off-topic": 25})
+    from workbench.summary import summarise
+
+    rows = _rows("answerable", 20, 16) + _rows("answer-removed", 10, 2) + _rows("off-topic", 25, 0)
+    figures = external.figures(summarise(rows, [], tags=external.KINDS))
     floors, ceilings = figures["bounds"]["floors"], figures["bounds"]["ceilings"]
     assert 0.55 < floors["answer_rate_answerable"] < 0.8, "the Wilson lower end of 16/20"
     assert 0.2 < ceilings["per_tag.answer-removed.false_answer_rate_unanswerable"] < 0.6
