@@ -84,18 +84,18 @@ def paired(cases: list[dict]) -> dict | None:
     from scipy.stats import binomtest
     from sklearn.metrics import cohen_kappa_score
 
+    from workbench.metrics import cluster_bootstrap
+
     with_only = sum(c["scorer"] == c["hand"] != c["alternative"] for c in cases)
     without_only = sum(c["alternative"] == c["hand"] != c["scorer"] for c in cases)
     hand = np.array([c["hand"] for c in cases])
-    arms = {k: np.array([c[k] for c in cases]) for k in ("scorer", "alternative")}
-    rng = np.random.default_rng(0)
-    diffs = []
-    for _ in range(2000):
-        i = rng.integers(0, len(cases), len(cases))
-        k = [cohen_kappa_score(hand[i], arms[a][i], labels=list(VERDICTS)) for a in arms]
-        if not any(np.isnan(k)):
-            diffs.append(k[0] - k[1])
-    low, high = (float(np.percentile(diffs, q)) for q in (2.5, 97.5))
+    arms = [np.array([c[k] for c in cases]) for k in ("scorer", "alternative")]
+
+    def kappa_difference(i: np.ndarray) -> float | None:
+        k = [cohen_kappa_score(hand[i], arm[i], labels=list(VERDICTS)) for arm in arms]
+        return None if any(np.isnan(k)) else k[0] - k[1]
+
+    low, high = cluster_bootstrap([c["id"] for c in cases], kappa_difference, resamples=2000, seed=0)
     return {"shipped_only": with_only, "alternative_only": without_only,
             "mcnemar_p": float(binomtest(with_only, with_only + without_only).pvalue) if with_only + without_only
             else 1.0, "kappa_diff_ci95": [low, high], "resamples": 2000}

@@ -212,15 +212,6 @@ def squad_row(squad: dict) -> dict:
             **squad["ood"]}
 
 
-def _pct(x) -> str:
-    return "—" if x is None else f"{100 * x:.1f} %"
-
-
-def _ci(rate, n: int) -> str:
-    """A rate with its 95 % Wilson interval (``—`` when there is none)."""
-    return "—" if rate is None else rate_ci(rate, n)
-
-
 def render(results: dict) -> str:
     """The BENCHMARKS.md section, from ``benchmarks/results/ood.json`` alone (each rate with its 95 % Wilson interval
     over the questions it counts)."""
@@ -242,15 +233,15 @@ def render(results: dict) -> str:
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for row in results["rows"]:
-        hit = (f"{_ci(row['hit_at_10'], row['hit_at_10_questions'])} (of {row['hit_at_10_questions']:,})"
+        hit = (f"{rate_ci(row['hit_at_10'], row['hit_at_10_questions'])} (of {row['hit_at_10_questions']:,})"
                if row["hit_at_10"] is not None else "—")
         asked = f"{row['questions']:,} ({row['answerable']:,} / {row['unanswerable']:,})"
         judged = row.get("judged") or 0
-        lines.append(f"| {row['set']} | {asked} | {_ci(row['answer_rate_answerable'], row['answerable'])} | "
-                     f"{_ci(row['false_answer_rate_unanswerable'], row['unanswerable'])} | {hit} | "
-                     f"{_ci(row['correct_rate'], judged)} / {_ci(row['partly_rate'], judged)} / "
-                     f"{_ci(row['wrong_rate'], judged)} | "
-                     f"{_ci(row['answered_correctly'] if judged else None, row['answerable'])} |")  # none judged
+        lines.append(f"| {row['set']} | {asked} | {rate_ci(row['answer_rate_answerable'], row['answerable'])} | "
+                     f"{rate_ci(row['false_answer_rate_unanswerable'], row['unanswerable'])} | {hit} | "
+                     f"{rate_ci(row['correct_rate'], judged)} / {rate_ci(row['partly_rate'], judged)} / "
+                     f"{rate_ci(row['wrong_rate'], judged)} | "
+                     f"{rate_ci(row['answered_correctly'] if judged else None, row['answerable'])} |")  # none judged
     lines += ["", "The questions column counts all questions asked (answerable / unanswerable). Where the rows come "
               "from:", ""]
     for row in results["rows"]:

@@ -6,9 +6,8 @@ model (:func:`run_meta`), plus whatever the benchmark measured. A benchmark that
 (``run_meta(depends=Depends(paths, config))``: files or folders of code and model weights, and sections of the
 default configuration) gets their fingerprints recorded; :func:`stale` recomputes them, and
 ``tests/benchmarks/test_freshness.py`` fails for every results file whose dependencies changed since it was
-measured. Benchmarks
-write one with :func:`write_results`; report sections read it with :func:`load_results`. Nothing in a
-document is typed by hand: ``make report`` renders the markdown from these files.
+measured. Benchmarks write one with :func:`write_results`; report sections read it with :func:`load_results`.
+Nothing in a document is typed by hand: ``make report`` renders the markdown from these files.
 """
 
 from __future__ import annotations

@@ -122,6 +122,11 @@ def _pct(value) -> str:
     return "–" if value is None else (f"{value:.1%}" if isinstance(value, float) else str(value))
 
 
+def _span(ci: dict) -> str:
+    """``48.2%–67.2%``: an interval of the summary's ``intervals`` block."""
+    return f"{_pct(ci['ci95'][0])}–{_pct(ci['ci95'][1])}"
+
+
 def rate_columns(columns) -> dict:
     """Rates (and recall, precision) as percentages; other numbers to three decimals."""
     return {c: st.column_config.NumberColumn(format="percent" if any(w in c for w in ("rate", "recall", "precision"))
@@ -138,10 +143,9 @@ def render_summary(evaluation: Evaluation, key: str) -> None:
     for column, (name, label) in zip(st.columns(len(HEADLINE)), HEADLINE, strict=True):
         ci = cis.get(name)
         column.metric(label, _pct(s.get(name)),
-                      help=(f"95 % interval {_pct(ci['ci95'][0])}–{_pct(ci['ci95'][1])} ({ci['method']}; "
-                            f"{ci['k']:g} of {ci['n']})") if ci else None)
+                      help=f"95 % interval {_span(ci)} ({ci['method']}; {ci['k']:g} of {ci['n']})" if ci else None)
         if ci:
-            column.caption(f"95 % CI {_pct(ci['ci95'][0])}–{_pct(ci['ci95'][1])}")
+            column.caption(f"95 % CI {_span(ci)}")
     nli = s.get("nli") or {}
     if nli.get("status") == "ran":
         left, middle, right = st.columns(3)
@@ -157,8 +161,7 @@ def render_summary(evaluation: Evaluation, key: str) -> None:
         st.warning(md(problem))
     with st.expander("every summary number"):
         st.dataframe(pd.DataFrame([{"metric": k, "value": _pct(v),
-                                    "95 % interval": (f"{_pct(cis[k]['ci95'][0])}–{_pct(cis[k]['ci95'][1])}"
-                                                      if k in cis else ""),
+                                    "95 % interval": _span(cis[k]) if k in cis else "",
                                     "counts": f"{cis[k]['k']:g}/{cis[k]['n']}" if k in cis else "",
                                     "method": cis[k]["method"] if k in cis else ""}
                                    for k, v in s.items() if not isinstance(v, dict)]), hide_index=True,

@@ -92,7 +92,8 @@ def render_case(result: GoldenRun, i: int, key: str) -> None:
         given.html(render.answer_html(trace.answer, trace.validation))
     c = result.rows[i].correctness
     if c is not None:
-        given.caption(md(f"verdict {c.verdict}: {c.why}" + (f" — {c.signals()}" if c.signals() else "")))
+        signals = c.signals()
+        given.caption(md(f"verdict {c.verdict}: {c.why}" + (f" — {signals}" if signals else "")))
     if st.button("Open this case in Ask (same question, conversation and configuration)", key=f"{key}.open_in_ask"):
         open_in_ask(case.question, case.history, trace)
     render_details(trace, key=f"{key}.answer")
