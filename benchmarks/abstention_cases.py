@@ -19,12 +19,26 @@ import itertools
 import sys
 from collections import Counter
 
-from benchmarks.results_io import ROOT, load_average, load_results, meta_line, results_path, run_meta, write_results
+from benchmarks.results_io import (
+    ROOT,
+    SEARCH_CONFIG,
+    SEARCH_PATH,
+    Depends,
+    load_average,
+    load_results,
+    meta_line,
+    rate_ci,
+    results_path,
+    run_meta,
+    stack_line,
+    write_results,
+)
 
 NAME = "abstention_cases"
 GOLDEN = ROOT / "golden" / "golden.jsonl"
 STORE = ROOT / "build" / "deploy-gate-store"
-MODEL = "embedder all-MiniLM-L6-v2 (packaged), no cross-encoder (offline), retrieve + gate only (no generation)"
+DEPENDS = Depends(("benchmarks/abstention_cases.py", *SEARCH_PATH,
+                   "golden/golden.jsonl", "golden/golden.split.json", "golden/corpus"), SEARCH_CONFIG)
 CASES = ("off-topic", "on-topic", "retracted")
 COVERAGE_GRID = tuple(round(0.05 * i, 2) for i in range(0, 21))
 COSINE_GRID = tuple(round(0.05 * i, 2) for i in range(0, 17))
@@ -39,15 +53,30 @@ def truth(tags: tuple[str, ...] | list[str]) -> str:
     return "on-topic"
 
 
-def confusion(pairs: list[tuple[str, str]]) -> dict:
+def _balanced(pairs) -> float | None:
+    """The mean of the off-topic and on-topic recalls (the classes present)."""
+    counts = Counter(pairs)
+    recalls = [counts[(t, t)] / n for t in ("off-topic", "on-topic") if (n := sum(v for (tt, _), v in counts.items()
+                                                                                   if tt == t))]
+    return sum(recalls) / len(recalls) if recalls else None
+
+
+def confusion(pairs: list[tuple[str, str]], interval: bool = False) -> dict:
     """``pairs``: (truth, said). Counts per truth and said case, accuracy, and the balanced accuracy between
-    off-topic and on-topic (the mean of their recalls)."""
+    off-topic and on-topic (the mean of their recalls); with ``interval``, its 95 % bootstrap interval resampling
+    the questions (:func:`workbench.metrics.cluster_bootstrap`)."""
     counts = Counter(pairs)
     table = {t: {s: counts[(t, s)] for s in (*CASES, "no-retrieval")} for t in CASES}
-    recalls = [table[t][t] / n for t in ("off-topic", "on-topic") if (n := sum(table[t].values()))]
-    return {"table": table, "cases": len(pairs), "correct": sum(counts[(t, t)] for t in CASES),
-            "accuracy": sum(counts[(t, t)] for t in CASES) / len(pairs) if pairs else None,
-            "balanced_accuracy": sum(recalls) / len(recalls) if recalls else None}
+    out = {"table": table, "cases": len(pairs), "correct": sum(counts[(t, t)] for t in CASES),
+           "accuracy": sum(counts[(t, t)] for t in CASES) / len(pairs) if pairs else None,
+           "balanced_accuracy": _balanced(pairs)}
+    if interval and pairs:
+        from workbench.metrics import cluster_bootstrap
+
+        low, high = cluster_bootstrap([str(i) for i in range(len(pairs))],
+                                      lambda idx: _balanced([pairs[i] for i in idx]))
+        out["balanced_accuracy_ci95"] = [round(low, 4), round(high, 4)]
+    return out
 
 
 def choose(rows: list[dict]) -> dict:
@@ -68,9 +97,14 @@ def _pct(x) -> str:
     return "—" if x is None else f"{100 * x:.1f} %"
 
 
+def _balanced_ci(c: dict) -> str:
+    ci = c.get("balanced_accuracy_ci95")
+    return _pct(c["balanced_accuracy"]) + (f" [{100 * ci[0]:.1f}–{100 * ci[1]:.1f}]" if ci else "")
+
+
 def _table(name: str, c: dict) -> list[str]:
-    lines = [f"**{name}** — {c['correct']} of {c['cases']} right ({_pct(c['accuracy'])}; balanced accuracy "
-             f"off-topic vs on-topic {_pct(c['balanced_accuracy'])})", "",
+    lines = [f"**{name}** — {c['correct']} of {c['cases']} right ({rate_ci(c['accuracy'], c['cases'])}; balanced "
+             f"accuracy off-topic vs on-topic {_balanced_ci(c)}, bootstrap over the questions)", "",
              "| truth \\ said | " + " | ".join(CASES) + " | no retrieval |", "|---|" + "---:|" * (len(CASES) + 1)]
     for t in CASES:
         row = c["table"][t]
@@ -86,7 +120,8 @@ def render(results: dict) -> str:
              f"{results['unanswerable']} unanswerable demo golden questions: `off-topic` → off-topic, `retracted` → "
              "retracted, every other `hard-unanswerable` question → on-topic. A question reads off-topic when the "
              "IDF-weighted share of its terms found in the top passages is below the coverage cut-off, or the best "
-             "sentence-window cosine is below the cosine cut-off.", "",
+             "sentence-window cosine is below the cosine cut-off. Intervals are 95 %: Wilson for the share right, a "
+             "bootstrap resampling the questions for the balanced accuracy.", "",
              f"Shipped cut-offs: coverage {shipped['coverage']:g}, cosine {shipped['cosine']:g}. Chosen on the tune "
              f"part ({results['tune_unanswerable']} questions; grid, best balanced accuracy): coverage "
              f"{chosen['coverage']:g}, cosine {chosen['cosine']:g}. Both on the held-out test part "
@@ -94,7 +129,8 @@ def render(results: dict) -> str:
     lines += _table("shipped cut-offs, test part", results["test_shipped"])
     lines += _table("cut-offs chosen on the tune part, test part", results["test_chosen"])
     lines += [f"On all {results['unanswerable']} questions the shipped cut-offs say the right case for "
-              f"{results['all_shipped']['correct']} ({_pct(results['all_shipped']['accuracy'])}).", ""]
+              f"{results['all_shipped']['correct']} "
+              f"({rate_ci(results['all_shipped']['accuracy'], results['all_shipped']['cases'])}).", ""]
     return "\n".join(lines)
 
 
@@ -111,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         from workbench.evaluate import eval_pipeline, run_cases
         from workbench.golden import find_split, load_golden
 
-        meta = run_meta(model=MODEL)
+        meta = run_meta(model=stack_line(generation=False), depends=DEPENDS)
         golden = load_golden(GOLDEN)
         split = find_split(GOLDEN, None)
         unanswerable = [c for c in golden.cases if not c.answerable]
@@ -126,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         chosen = choose(tune)
 
         def said(part: list[dict], coverage: float, cosine: float) -> dict:
-            return confusion([(r["truth"], abstention_case(r["inputs"], coverage, cosine)) for r in part])
+            pairs = [(r["truth"], abstention_case(r["inputs"], coverage, cosine)) for r in part]
+            right = [r["id"] for r, (t, x) in zip(part, pairs, strict=True) if t == x]
+            return {**confusion(pairs, interval=True), "right": right, "ids": [r["id"] for r in part]}
 
         meta["load_average_end"] = load_average()
         results = {"meta": meta, "reproduce": ".venv/bin/python -m benchmarks.abstention_cases",

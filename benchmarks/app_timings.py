@@ -37,8 +37,21 @@ import time
 import urllib.request
 from pathlib import Path
 
-from benchmarks.results_io import ROOT, load_average, load_results, meta_line, results_path, run_meta, write_results
+from benchmarks.results_io import (
+    ANSWER_CONFIG,
+    ANSWER_PATH,
+    ROOT,
+    Depends,
+    load_average,
+    load_results,
+    meta_line,
+    results_path,
+    run_meta,
+    write_results,
+)
 
+DEPENDS = Depends(("benchmarks/app_timings.py", "workbench/app", "workbench/evaluate.py", *ANSWER_PATH,
+                   "golden/golden.jsonl", "golden/corpus"), ANSWER_CONFIG)
 NAME = "app_timings"
 SECTION = "## App timings"
 STORE = ROOT / "build" / "app-timings-store"
@@ -313,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for name, value in (("HF_HUB_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false")):
         os.environ.setdefault(name, value)   # the in-process run_eval resolves the packaged models offline
-    meta = run_meta(model="pending")
+    meta = run_meta(depends=DEPENDS, model="pending")
     started = time.perf_counter()
     store = args.store.resolve()
     ingest = prepare_store(store)

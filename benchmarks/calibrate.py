@@ -23,7 +23,19 @@ import argparse
 import sys
 import time
 
-from benchmarks.results_io import ROOT, load_average, load_results, meta_line, results_path, run_meta, write_results
+from benchmarks.results_io import (
+    ROOT,
+    SEARCH_CONFIG,
+    SEARCH_PATH,
+    Depends,
+    load_average,
+    load_results,
+    meta_line,
+    rate_ci,
+    results_path,
+    run_meta,
+    write_results,
+)
 
 NAME = "calibrate"
 SECTION = "## Label-free gate calibration"
@@ -32,6 +44,8 @@ PROBES = 200
 SQUAD_SAMPLE = 1000
 TARGET_POINTS = 5.0
 GOLDEN = ROOT / "golden" / "golden.jsonl"
+DEPENDS = Depends(("benchmarks/calibrate.py", "benchmarks/squad2.py", "workbench/calibrate.py", "workbench/sweep.py",
+                   *SEARCH_PATH, "golden/golden.jsonl", "golden/golden.split.json", "golden/corpus"), SEARCH_CONFIG)
 GOLDEN_STORE = ROOT / "build" / "calib-store"
 SQUAD_STORE = ROOT / "build" / "squad2-store"
 def model_line() -> str:
@@ -77,20 +91,27 @@ def render(results: dict) -> str:
                   "| seed | configured threshold | estimated answered / false answers | measured answered / false "
                   "answers | error (points) | calibrated threshold | estimated false answers | measured answered "
                   "/ false answers | error (points) |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        def measured(m: dict, lab: dict = lab) -> str:
+            return (f"{rate_ci(m['answer_rate'], lab['answerable'])} / "
+                    f"{rate_ci(m['false_answer_rate'], lab['unanswerable'])}")
+
         for r in s["runs"]:
             cal, mc = r["calibrated"], r["measured_calibrated"]
             lines.append(
                 f"| {r['seed']} | {r['current']['threshold']:g} | {_pct(r['current']['answer_rate'])} / "
-                f"{_pct(r['current']['false_answer_rate'])} | {_pct(r['measured_current']['answer_rate'])} / "
-                f"{_pct(r['measured_current']['false_answer_rate'])} | {_pts(r['error_current_points'])} | "
-                + (f"{cal['threshold']:g} | {_pct(cal['false_answer_rate'])} | {_pct(mc['answer_rate'])} / "
-                   f"{_pct(mc['false_answer_rate'])} | {_pts(r['error_calibrated_points'])} |" if cal else
-                   "none | — | — | — |"))
+                f"{_pct(r['current']['false_answer_rate'])} | {measured(r['measured_current'])} | "
+                f"{_pts(r['error_current_points'])} | "
+                + (f"{cal['threshold']:g} | {_pct(cal['false_answer_rate'])} | {measured(mc)} | "
+                   f"{_pts(r['error_calibrated_points'])} |" if cal else "none | — | — | — |"))
+        lines += ["", "Measured rates carry their 95 % Wilson interval over the labelled cases; an estimate is a "
+                  "weighted sum of the probe kinds' shares, each shown below with its interval over that kind's "
+                  "probes (all seeds pooled)."]
         kinds = mean_by_kind(s["runs"])
+        probes = {k: sum(r["probes"].get(k, 0) for r in s["runs"]) for k in kinds}
         measured = s["runs"][0]["measured_current"]["false_answer_rate"]
         near, removed = kinds.get("swapped-near"), kinds.get("answer-removed")
         lines += ["", "Each probe kind's answered share at the configured threshold, mean over the seeds: "
-                  + ", ".join(f"{name} {_pct(v)}" for name, v in kinds.items()) + "."]
+                  + ", ".join(f"{name} {rate_ci(v, probes[name])}" for name, v in kinds.items()) + "."]
         if near is not None:
             lines.append(f"The adversarial kind alone (`--weights swapped-near=1`, a mix chosen here knowing the "
                          f"set) would have estimated {_pct(near)} against the measured {_pct(measured)} "
@@ -100,11 +121,12 @@ def render(results: dict) -> str:
                          f"{_pct(removed)} ({_pts(100 * (removed - measured))} points).")
         if s.get("by_tag"):
             lines.append("Measured false answers at the configured threshold by kind of unanswerable question (test "
-                         "part, by tag): " + ", ".join(f"{t} {_pct(x['false_answer_rate'])} of {x['cases']}"
-                                                      for t, x in s["by_tag"].items()) + ".")
+                         "part, by tag): " + ", ".join(f"{t} {rate_ci(x['false_answer_rate'], x['cases'])} of "
+                                                      f"{x['cases']}" for t, x in s["by_tag"].items()) + ".")
         if s.get("other"):
             o = s["other"]
-            lines.append(f"On {o['what']}: measured false answers {_pct(o['false_answer_rate'])} at the configured "
+            lines.append(f"On {o['what']}: measured false answers "
+                         f"{rate_ci(o['false_answer_rate'], o.get('unanswerable', 0))} at the configured "
                          f"threshold (mean error {_pts(o['mean_error_current_points'])} points) and "
                          f"{_pct(o['false_answer_rate_calibrated_mean'])} on average at the calibrated thresholds.")
         m = s["summary"]
@@ -216,7 +238,7 @@ def golden_set(models, cfg, seeds, n) -> dict:
                                               "cases": len(test.ids), "answerable": int(test.answerable.sum()),
                                               "unanswerable": int((~test.answerable).sum())},
             "runs": runs, "by_tag": by_tag,
-            "other": {"what": f"all {len(every.ids)} golden cases",
+            "other": {"what": f"all {len(every.ids)} golden cases", "unanswerable": int((~every.answerable).sum()),
                       "false_answer_rate": all_runs[0]["measured_current"]["false_answer_rate"],
                       "mean_error_current_points": round(sum(r["error_current_points"] for r in all_runs)
                                                          / len(all_runs), 2),
@@ -265,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         from workbench import calibrate
 
         set_torch_threads(1)
-        meta = run_meta(model=model_line())
+        meta = run_meta(model=model_line(), depends=DEPENDS)
         cfg, models = PipelineConfig(), Models()
         seeds = tuple(args.seeds)
         print("golden:", file=sys.stderr)

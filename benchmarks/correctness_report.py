@@ -4,15 +4,16 @@ against hand labels. NOT a test (``tests/benchmarks/test_report.py`` checks that
 
 Two steps:
 
-- ``python -m benchmarks.correctness_report --measure EVAL_DIR`` re-scores the traces of a ``workbench eval
-  --split all --out EVAL_DIR`` run with the current scorer (the packaged embedder; NLI as the run had it,
-  normally unavailable offline), rebuilds the evaluation summary from the same traces (on the held-out test
-  part of the golden split), and writes ``benchmarks/results/correctness_handcheck.json``: for each hand-checked
-  case the question, the expected answer, the answer, the scorer's verdict and signals, and the hand label
-  (carried over from the existing results file where the answer text is unchanged, or taken from
-  ``--labels FILE``, ``{"id": "correct|partly|wrong"}`` or ``{"_about": ..., "labels": {...}}`` as committed under
-  ``benchmarks/labels/``, for the first ``HANDCHECK_CASES`` answered answerable cases by id), plus the run's
-  summary figures and the ``meta`` block (date, machine, load, commit, model).
+- ``python -m benchmarks.correctness_report --measure EVAL_DIR [--handcheck EVAL_DIR2] --labels FILE`` re-scores
+  the traces of a ``workbench eval --split all --out EVAL_DIR`` run with the current scorer (the packaged embedder
+  and the NLI model trained here), rebuilds the evaluation summary from the same traces (on the held-out test
+  part of the golden split), and scores every answered answerable case of ``EVAL_DIR2`` (default ``EVAL_DIR``; the
+  committed labels are of a run with the gate open, so answers the gate withholds are checked too); it writes
+  ``benchmarks/results/correctness_handcheck.json``: for each hand-checked case the question, the expected
+  answer, the answer, the scorer's verdict and signals, and the hand label (from ``--labels FILE``,
+  ``{"id": "correct|partly|wrong"}`` or ``{"_about": ..., "first_pass": [ids], "labels": {...}}`` as committed
+  under ``benchmarks/labels/``, or carried over from the existing results file where the answer text is
+  unchanged), plus the run's summary figures and the ``meta`` block (date, machine, load, commit, model).
 - ``make report`` renders the section with :func:`render`: exact verdict agreement, the confusion matrix, and the
   summary figures, with the model that produced them. ``python -m benchmarks.correctness_report`` (no flag)
   prints the section.
@@ -32,6 +33,7 @@ from benchmarks.results_io import (
     load_average,
     load_results,
     meta_line,
+    rate_ci,
     results_path,
     run_meta,
     write_results,
@@ -42,13 +44,16 @@ NAME = "correctness_handcheck"
 DEPENDS = Depends(("benchmarks/correctness_report.py", "workbench/correctness.py", "benchmarks/labels",
                    "pipeline/models/weights/nli", "golden/golden.jsonl"), ("validate", "embedding"))
 GOLDEN = ROOT / "golden" / "golden.jsonl"
-HANDCHECK_CASES = 50
 MODEL = "extractive generator, packaged all-MiniLM-L6-v2"
+# How the labelled answers of benchmarks/labels/correctness_2026-12-07_gate-open.json were made
+HAND_RUN = ("the 200 answerable golden cases asked with the gate open so that every one gets an answer, the ones the "
+            "shipped gate withholds included (`--set gate.signal=dense --set gate.confidence_threshold_dense=-1 --set "
+            "generate.reader_min_score=0`, offline default stack otherwise)")
 VERDICTS = ("correct", "partly", "wrong")
 SUMMARY_KEYS = ("cases", "answer_rate_answerable", "false_answer_rate_unanswerable", "citation_support_rate",
                 "answers_fully_supported", "correct_answer_rate", "partly_answer_rate", "wrong_answer_rate",
                 "supported_but_wrong_rate", "supported_but_wrong_rate_answerable", "trust_answerable",
-                "trust_unanswerable", "correctness")
+                "trust_unanswerable", "correctness", "intervals")
 
 
 # -- the section (pure) ---------------------------------------------------------------------------------------
@@ -117,12 +122,37 @@ def _handcheck(results: dict, n: int) -> str:
     h = results.get("handcheck")
     if not h:
         return f"The first {n} answered answerable golden cases by id."
+    if h.get("run"):
+        return f"All {n} answered answerable golden cases of a run of {h['run']}."
     if h["source"].startswith("labelled on this run"):
         return f"The first {n} answered answerable golden cases by id, in this run."
     dropped = h["dropped"]
     return (f"{n} answered answerable golden cases whose hand label was carried over from an earlier run because "
             "this run gave the identical answer text" + (f" ({len(dropped)} labelled cases dropped: abstained or "
                                                          "answered differently)." if dropped else "."))
+
+
+def _by_pass(cases: list[dict]) -> list[str]:
+    """Agreement and kappa apart for the labels the scorer's NLI choice was made on and for the later ones."""
+    first = [c for c in cases if c.get("first_pass")]
+    later = [c for c in cases if not c.get("first_pass")]
+    if not first or not later:
+        return []
+    out = []
+    for name, group in (("labels the scorer's NLI choice was made on (in sample)", first),
+                        ("labels written after that choice (out of sample)", later)):
+        a = agreement(group)
+        out.append(f"{name}: {a['agree']} of {a['cases']} ({_pct(a['rate'])}, {_pct(a['ci95'][0])}–"
+                   f"{_pct(a['ci95'][1])}), kappa " + ("n/a" if a["kappa"] is None else f"{a['kappa']:.2f}"))
+    return ["By labelling pass — " + "; ".join(out) + ".", ""]
+
+
+def _rate(s: dict, key: str) -> str:
+    """A summary rate with its 95 % interval from the summary's own ``intervals`` block (where it has one)."""
+    value, ci = s.get(key), (s.get("intervals") or {}).get(key)
+    if value is None:
+        return "n/a"
+    return _pct(value) + (f" [{_pct(ci['ci95'][0])}–{_pct(ci['ci95'][1])}]" if ci else "")
 
 
 def _summary_heading(results: dict) -> str:
@@ -135,8 +165,11 @@ def _summary_heading(results: dict) -> str:
 
 
 def _comparison(results: dict) -> list[str]:
-    """The same answers scored with the other NLI choice, and the paired test of the two scorers."""
-    cases = results["cases"]
+    """The same answers scored with the other NLI choice, and the paired test of the two scorers: on the labels
+    written after the choice was made where there are such, else on all (and then the text says it is in sample)."""
+    later = [c for c in results["cases"] if not c.get("first_pass")]
+    out_of_sample = len(later) < len(results["cases"])
+    cases = later if out_of_sample else results["cases"]
     p = paired(cases)
     if p is None:
         return []
@@ -153,8 +186,11 @@ def _comparison(results: dict) -> list[str]:
         f"bootstrap interval {p['kappa_diff_ci95'][0]:+.2f} to {p['kappa_diff_ci95'][1]:+.2f} "
         f"({p['resamples']:,} resamples of the cases); only the shipped scorer agrees with the hand label on "
         f"{p['shipped_only']} cases, only the alternative on {p['alternative_only']} (exact McNemar p "
-        f"{p['mcnemar_p']:.2g}). The shipped choice was made after this comparison, on these labels, so its kappa "
-        "here is not out of sample.", "",
+        f"{p['mcnemar_p']:.2g}). " + (
+            f"These are the {len(cases)} labels written after the choice was made (on the first pass's labels): out "
+            "of sample for it." if out_of_sample else
+            "The shipped choice was made after this comparison, on these labels, so its kappa here is not out of "
+            "sample."), "",
         "| hand \\ alternative | " + " | ".join(VERDICTS) + " |", "|---|" + "---:|" * len(VERDICTS),
         *(f"| {h} | " + " | ".join(str(b["matrix"][h][v]) for v in VERDICTS) + " |" for h in VERDICTS), "",
     ]
@@ -186,24 +222,26 @@ def render(results: dict) -> str:
         "| hand \\ scorer | " + " | ".join(VERDICTS) + " |", "|---|" + "---:|" * len(VERDICTS),
         *(f"| {h} | " + " | ".join(str(a["matrix"][h][v]) for v in VERDICTS) + " |" for h in VERDICTS), "",
         _direction(a["matrix"]), "",
+        *_by_pass(cases),
         *_comparison(results),
         _summary_heading(results), "",
-        "| metric | value |", "|---|---:|",
-        f"| answered (answerable) | {_pct(s['answer_rate_answerable'])} |",
-        f"| claims supported by their citation | {_pct(s['citation_support_rate'])} |",
-        f"| answers with every claim supported | {_pct(s['answers_fully_supported'])} |",
-        f"| correct answers (of answered answerable) | {_pct(s['correct_answer_rate'])} |",
-        f"| partly correct (of answered answerable) | {_pct(s['partly_answer_rate'])} |",
-        f"| wrong (of answered answerable) | {_pct(s['wrong_answer_rate'])} |",
-        f"| supported but wrong (of all answered) | {_pct(s['supported_but_wrong_rate'])} |",
-        f"| supported but wrong (of answered answerable) | {_pct(s['supported_but_wrong_rate_answerable'])} |", "",
-        "Trust, over every case of the kind (on unanswerable every answer is wrong):", "",
+        "| metric | value [95 % interval] |", "|---|---:|",
+        *(f"| {label} | {_rate(s, key)} |" for label, key in (
+            ("answered (answerable)", "answer_rate_answerable"),
+            ("claims supported by their citation", "citation_support_rate"),
+            ("answers with every claim supported", "answers_fully_supported"),
+            ("correct answers (of answered answerable)", "correct_answer_rate"),
+            ("partly correct (of answered answerable)", "partly_answer_rate"),
+            ("wrong (of answered answerable)", "wrong_answer_rate"),
+            ("supported but wrong (of all answered)", "supported_but_wrong_rate"),
+            ("supported but wrong (of answered answerable)", "supported_but_wrong_rate_answerable"))), "",
+        "Trust, over every case of the kind (on unanswerable every answer is wrong; 95 % Wilson intervals):", "",
         "| cases | answered correctly | answered partly | abstained | answered wrongly |", "|---|---:|---:|---:|---:|",
     ]
     for kind in ("answerable", "unanswerable"):
         t = s[f"trust_{kind}"]
-        lines.append(f"| {kind} ({t['cases']}) | {_pct(t['answered_correctly'])} | {_pct(t['answered_partly'])} | "
-                     f"{_pct(t['abstained'])} | {_pct(t['answered_wrongly'])} |")
+        keys = ("answered_correctly", "answered_partly", "abstained", "answered_wrongly")
+        lines.append(f"| {kind} ({t['cases']}) | " + " | ".join(rate_ci(t[k], t["cases"]) for k in keys) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -232,14 +270,18 @@ def _nli_model():
         return None, name, "unavailable"
 
 
-def measure(eval_dir: Path, labels: dict[str, str] | None, labelled: list[dict] | None = None) -> dict:
+def measure(eval_dir: Path, labels: dict[str, str] | None, labelled: list[dict] | None = None,
+            hand_dir: Path | None = None, first_pass: frozenset[str] = frozenset(), hand_run: str = "") -> dict:
     """Re-score an ``eval --out`` directory of the WHOLE golden set with the shipped scorer (the NLI model's two
     labels recorded; whether they decide is ``workbench.correctness.NLI_DECIDES``) and with the other choice, so
     the hand check compares the two scorers on the same answers.
 
-    Hand check: with ``labels`` ({id: verdict}, labelled on this run's answers), the first ``HANDCHECK_CASES``
-    answered answerable cases by id. Without, the ``labelled`` cases of the previous results file, each kept
-    only when this run answered it with the identical answer text (a label judges a text, not a case).
+    Hand check: on the answers of ``hand_dir`` (default ``eval_dir``; e.g. a run with the gate open, so that the
+    answers the gate withholds are checked too), with ``labels`` ({id: verdict}, labelled on that run's answers),
+    every answered answerable case — each must have a label. ``first_pass``: the ids whose labels the scorer's NLI
+    choice was made on (reported apart: in sample for that choice). Without labels, the ``labelled`` cases of the
+    previous results file, each kept only when this run answered it with the identical answer text (a label judges
+    a text, not a case).
     Summary (scored with NLI): the held-out ``test`` part of the golden split when there is one (the gate's
     defaults were fitted on the ``tune`` part), else every case (``part`` says which).
     """
@@ -257,47 +299,64 @@ def measure(eval_dir: Path, labels: dict[str, str] | None, labelled: list[dict] 
     embedder = default_models().embedder(PipelineConfig().embedding)
     model, nli_model, nli = _nli_model()
 
-    def scored_all(nli_decides: bool) -> dict:
-        return {c.id: score_case(c, traces[c.id], abstained=bool(abstained_by(traces[c.id])), embedder=embedder,
-                                 nli_model=model, nli_status=nli, nli_decides=nli_decides) for c in cases}
+    def scored_all(nli_decides: bool, run: dict, among: list) -> dict:
+        return {c.id: score_case(c, run[c.id], abstained=bool(abstained_by(run[c.id])), embedder=embedder,
+                                 nli_model=model, nli_status=nli, nli_decides=nli_decides) for c in among}
 
-    verdicts, deciding = scored_all(NLI_DECIDES), scored_all(not NLI_DECIDES)
+    verdicts = scored_all(NLI_DECIDES, traces, cases)
     part = "test" if split is not None and set(split.parts["test"]) <= set(traces) else "all"
     scored = [c for c in cases if part == "all" or split.part_of(c.id) == part]
     rows = [build_row(c, traces[c.id], verdicts[c.id]) for c in scored]
     summary = summarise(rows, [traces[c.id] for c in scored], tags=golden.tags)
-    answered = {c.id: c for c in cases if c.answerable and not abstained_by(traces[c.id])}
+    hand_traces = read_traces(hand_dir / "traces.jsonl") if hand_dir is not None else traces
+    answered = {c.id: c for c in golden.cases if c.id in hand_traces and c.answerable
+                and not abstained_by(hand_traces[c.id])}
+    among = list(answered.values())
+    mine, other = scored_all(NLI_DECIDES, hand_traces, among), scored_all(not NLI_DECIDES, hand_traces, among)
     out, dropped = [], []
     if labels is not None:
-        for cid in sorted(answered)[:HANDCHECK_CASES]:
-            out.append(_case_record(answered[cid], traces[cid], verdicts[cid], deciding[cid], labels[cid]))
+        missing = sorted(set(answered) - set(labels))
+        if missing:
+            raise SystemExit(f"hand labels missing for {len(missing)} answered answerable case(s): "
+                             f"{', '.join(missing[:10])}")
+        for cid in sorted(answered):
+            out.append({**_case_record(answered[cid], hand_traces[cid], mine[cid], other[cid], labels[cid]),
+                        "first_pass": cid in first_pass})
         source = "labelled on this run's answers"
     else:
         for old in labelled or []:
             cid = old["id"]
-            if cid in answered and traces[cid].answer == old["answer"]:
-                out.append(_case_record(answered[cid], traces[cid], verdicts[cid], deciding[cid], old["hand"]))
+            if cid in answered and hand_traces[cid].answer == old["answer"]:
+                out.append({**_case_record(answered[cid], hand_traces[cid], mine[cid], other[cid], old["hand"]),
+                            "first_pass": old.get("first_pass", False)})
             else:
                 dropped.append(cid)
         source = "carried over from an earlier run's labels where this run gave the identical answer"
     return {"nli": nli, "nli_model": nli_model, "nli_decides": NLI_DECIDES, "part": part,
-            "summary": {k: summary[k] for k in SUMMARY_KEYS}, "handcheck": {"source": source, "dropped": dropped},
-            "cases": out}
+            "summary": {k: summary[k] for k in SUMMARY_KEYS},
+            "handcheck": {"source": source, "dropped": dropped, "run": hand_run}, "cases": out}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--measure", metavar="EVAL_DIR", help="re-score an eval --out directory and write the "
                                                                "results file")
+    parser.add_argument("--handcheck", metavar="EVAL_DIR", help="the eval --out directory whose answers were "
+                        "labelled (default: --measure's)")
+    parser.add_argument("--hand-run", default=HAND_RUN, help="how the labelled run was made, for the section")
     parser.add_argument("--labels", metavar="FILE", help="hand labels {id: verdict} (default: the results file's)")
     args = parser.parse_args(argv)
     if args.measure:
         labels = json.loads(Path(args.labels).read_text(encoding="utf-8")) if args.labels else None
+        first_pass: frozenset[str] = frozenset()
         if isinstance(labels, dict) and isinstance(labels.get("labels"), dict):   # {"_about": ..., "labels": {...}}
+            first_pass = frozenset(labels.get("first_pass", ()))
             labels = labels["labels"]
         labelled = None if args.labels else load_results(NAME)["cases"]
         meta = run_meta(model=MODEL, depends=DEPENDS)
-        results = {"meta": meta, **measure(Path(args.measure), labels, labelled)}
+        results = {"meta": meta, **measure(Path(args.measure), labels, labelled,
+                                           Path(args.handcheck) if args.handcheck else None, first_pass,
+                                           args.hand_run)}
         meta["load_average_end"] = load_average()
         write_results(NAME, results)
         print(f"wrote {results_path(NAME)}; run `make report` to update BENCHMARKS.md", file=sys.stderr)

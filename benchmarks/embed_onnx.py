@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.results_io import ROOT, load_results, meta_line, run_meta, write_results
+from benchmarks.results_io import ROOT, Depends, load_results, meta_line, run_meta, write_results
 from pipeline.config import PipelineConfig
 from pipeline.ingestion.chunking import chunk_document
 from pipeline.ingestion.documents import load_paths
@@ -45,6 +45,8 @@ from pipeline.models.encoders import set_torch_threads
 from pipeline.models.registry import Models
 from pipeline.storage.store import Store
 
+DEPENDS = Depends(("benchmarks/embed_onnx.py", "pipeline/models", "pipeline/ingestion", "golden/corpus",
+                   "golden/golden.jsonl"), ("embedding", "chunking", "ingest"))
 NAME = "embed_onnx"
 SECTION = "## Embedder precision: int8 ONNX vs fp32"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -295,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["WORKBENCH_ONNX_CACHE"] = str(cache)
     cfgs = configs()
     models = Models()
-    meta = run_meta(model=f"{MODEL} (packaged, offline): PyTorch fp32 and ONNX Runtime int8")
+    meta = run_meta(depends=DEPENDS, model=f"{MODEL} (packaged, offline): PyTorch fp32 and ONNX Runtime int8")
     embedders = {"fp32": models.embedder(cfgs["fp32"].embedding)}
     t0 = time.perf_counter()
     embedders["int8"] = models.embedder(cfgs["int8"].embedding)

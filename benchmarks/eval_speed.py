@@ -45,8 +45,22 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.results_io import ROOT, load_average, load_results, meta_line, results_path, run_meta, write_results
+from benchmarks.results_io import (
+    ANSWER_CONFIG,
+    ANSWER_PATH,
+    ROOT,
+    Depends,
+    load_average,
+    load_results,
+    meta_line,
+    results_path,
+    run_meta,
+    stack_line,
+    write_results,
+)
 
+DEPENDS = Depends(("benchmarks/eval_speed.py", "workbench/evaluate.py", "workbench/walk.py", *ANSWER_PATH,
+                   "golden/golden.jsonl", "golden/corpus"), ANSWER_CONFIG)
 NAME = "eval_speed"
 SECTION = "## Evaluation speed"
 STORE = ROOT / "build" / "batch-store"
@@ -380,13 +394,13 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.config import PipelineConfig
     from pipeline.models.encoders import set_torch_threads
     from pipeline.models.registry import Models
+    from workbench.evaluate import eval_config
     from workbench.walk import BATCH_CASES
 
     set_torch_threads(args.threads)
     models = Models()
     models.embedder(PipelineConfig().embedding).encode(["warm up"])   # loaded before any timing
-    meta = run_meta(model="all-MiniLM-L6-v2 (packaged, offline); no cross-encoder (not resolvable offline, the rerank "
-                          "stage is skipped); rewrite.backend=terms; generate.backend=extractive; NLI off")
+    meta = run_meta(depends=DEPENDS, model=stack_line(eval_config(PipelineConfig())) + "; rewrite.backend=terms")
     store_home = args.store.resolve()
     store = prepare_store(store_home, models)
     print(f"store {store_home}: {store['documents']} documents, {store['chunks']} chunks", file=sys.stderr)

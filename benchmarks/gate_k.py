@@ -14,19 +14,28 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmarks.results_io import ROOT, load_average, load_results, meta_line, results_path, run_meta, write_results
+from benchmarks.results_io import (
+    ROOT,
+    SEARCH_CONFIG,
+    SEARCH_PATH,
+    Depends,
+    load_average,
+    load_results,
+    meta_line,
+    pair_ci,
+    results_path,
+    run_meta,
+    stack_line,
+    write_results,
+)
 
 NAME = "gate_k"
 KS = (10, 60, 100)
 GOLDEN = ROOT / "golden" / "golden.jsonl"
 STORE = ROOT / "build" / "deploy-gate-store"
-MODEL = ("embedder all-MiniLM-L6-v2 (packaged), no cross-encoder (offline), retrieve + gate only (no generation); "
-         "the learned rule's coefficients are the shipped defaults")
+DEPENDS = Depends(("benchmarks/gate_k.py", "workbench/sweep.py", *SEARCH_PATH,
+                   "golden/golden.jsonl", "golden/golden.split.json", "golden/corpus"), SEARCH_CONFIG)
 PREVIOUS = {"signal": "fused_and_dense", "confidence_threshold_fused": 0.0314, "confidence_threshold_dense": 0.595}
-
-
-def _pct(x) -> str:
-    return "—" if x is None else f"{100 * x:.1f} %"
 
 
 def render(results: dict) -> str:
@@ -34,16 +43,12 @@ def render(results: dict) -> str:
     lines = ["## Gate operating point across the fusion constant k", "",
              meta_line(results["meta"]) + f" Reproduce: `{results['reproduce']}`.", "",
              f"All {results['cases']} demo golden cases searched once per k (test part: {results['test_cases']}). "
-             "Answered / false answers:", "",
+             "Answered / false answers, each with its 95 % Wilson interval:", "",
              "| rrf_k | shipped (`auto` → learned), test part | shipped, all cases | previous default (fused AND "
              "dense, raw RRF threshold), all cases |", "|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['rrf_k']} | {_pct(r['shipped_test']['answer_rate_answerable'])} / "
-                     f"{_pct(r['shipped_test']['false_answer_rate_unanswerable'])} | "
-                     f"{_pct(r['shipped_all']['answer_rate_answerable'])} / "
-                     f"{_pct(r['shipped_all']['false_answer_rate_unanswerable'])} | "
-                     f"{_pct(r['previous_all']['answer_rate_answerable'])} / "
-                     f"{_pct(r['previous_all']['false_answer_rate_unanswerable'])} |")
+        lines.append(f"| {r['rrf_k']} | {pair_ci(r['shipped_test'])} | {pair_ci(r['shipped_all'])} | "
+                     f"{pair_ci(r['previous_all'])} |")
     s = results["spread"]
     lines += ["", f"Largest move of the shipped operating point between any two k (all cases): "
               f"{100 * s['shipped_answer_rate']:.1f} points answered, "
@@ -73,9 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         from pipeline.storage.store import Store
         from workbench.evaluate import eval_pipeline, run_cases
         from workbench.golden import find_split, load_golden
-        from workbench.sweep import at_setting, extract
+        from workbench.sweep import at_setting, extract, thresholds_of
 
-        meta = run_meta(model=MODEL)
+        meta = run_meta(model=stack_line(generation=False), depends=DEPENDS)
         golden = load_golden(GOLDEN)
         split = find_split(GOLDEN, None)
         models = Models()
@@ -89,13 +94,20 @@ def main(argv: list[str] | None = None) -> int:
                 test = [i for i, c in enumerate(cases) if split.part_of(c.id) == "test"]
                 s = extract([c.id for c in cases], [c.answerable for c in cases], run.traces, cfg.gate)
                 previous = dataclasses.replace(cfg.gate, **PREVIOUS)
+                shipped = s.answers("auto", **thresholds_of(cfg.gate))
+                before = s.answers("fused_and_dense", **thresholds_of(previous))
                 rows.append({"rrf_k": k, "shipped_all": at_setting(s, "auto", {}, cfg.gate),
                              "shipped_test": at_setting(s.take(np.array(test)), "auto", {}, cfg.gate),
-                             "previous_all": at_setting(s, "fused_and_dense", {}, previous)})
+                             "previous_all": at_setting(s, "fused_and_dense", {}, previous),
+                             # per case, for the paired comparison of one k against another
+                             "answered": {"shipped": [c.id for c, a in zip(cases, shipped, strict=True) if a],
+                                          "previous": [c.id for c, a in zip(cases, before, strict=True) if a]}})
                 print(f"k={k}: {rows[-1]['shipped_all']}", file=sys.stderr)
         meta["load_average_end"] = load_average()
         results = {"meta": meta, "reproduce": ".venv/bin/python -m benchmarks.gate_k", "cases": len(golden.cases),
                    "test_cases": len(split.parts["test"]), "by_k": rows,
+                   "case_ids": {"answerable": [c.id for c in cases if c.answerable],
+                                "test": [cases[i].id for i in test]},
                    "spread": {"shipped_answer_rate": _spread(
                                   [r["shipped_all"]["answer_rate_answerable"] for r in rows]),
                               "shipped_false_answer_rate": _spread(

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.results_io import ROOT, load_results, meta_line, run_meta, write_results
+from benchmarks.results_io import ROOT, Depends, load_results, meta_line, run_meta, write_results
 from pipeline.config import PipelineConfig
 from pipeline.context import StageContext
 from pipeline.ingestion.documents import load_paths
@@ -35,6 +35,8 @@ from pipeline.models.registry import Models
 from pipeline.storage.store import Store
 from pipeline.validation import citations
 
+DEPENDS = Depends(("benchmarks/late_chunking.py", "pipeline/ingestion", "pipeline/models", "pipeline/validation",
+                   "golden/corpus"), ("embedding", "chunking", "ingest", "validate"))
 NAME = "late_chunking"
 SECTION = "## Passage vectors: late chunking vs separate encoding"
 MODES = {"raw": {"ingest.passage_vectors": False},
@@ -193,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     documents = sorted(documents, key=lambda d: d.doc_id)[:args.documents]
     models = Models()
     models.embedder(PipelineConfig().embedding)  # loaded before any timing
-    meta = run_meta(model="all-MiniLM-L6-v2 (packaged, offline)")
+    meta = run_meta(depends=DEPENDS, model="all-MiniLM-L6-v2 (packaged, offline)")
     speed = {mode: ingest_speed(mode, args.home / mode, documents, models) for mode in MODES}
     agree = agreement(read_traces(args.traces), models)
     results = {"meta": meta, "documents": len(documents), "traces": str(args.traces.relative_to(ROOT)),

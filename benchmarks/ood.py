@@ -39,7 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.results_io import (
+    ANSWER_CONFIG,
+    ANSWER_PATH,
     ROOT,
+    Depends,
     load_average,
     load_results,
     meta_line,
@@ -49,6 +52,8 @@ from benchmarks.results_io import (
     write_results,
 )
 
+DEPENDS = Depends(("benchmarks/ood.py", "workbench/correctness.py", "workbench/evaluate.py", *ANSWER_PATH),
+                  ANSWER_CONFIG)
 NAME = "ood"
 EMANUAL = "emanual_samsung"
 TOP_K = 10
@@ -296,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         if squad.get("gate_settings") != gate_settings(cfg):
             raise SystemExit("benchmarks/results/squad2.json was measured with other gate settings than the shipped "
                              "defaults: run make bench-squad first")
-        meta = run_meta(model=MODEL + "; rewrite.backend=terms")
+        meta = run_meta(depends=DEPENDS, model=MODEL + "; rewrite.backend=terms")
         data = evaldata(EMANUAL, "s10_50_questions.csv")
         rows = [squad_row(squad)]
         runs = {}

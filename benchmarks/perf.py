@@ -40,7 +40,17 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from benchmarks.results_io import ROOT, load_average, load_results, meta_line, run_meta, write_results
+from benchmarks.results_io import (
+    ANSWER_CONFIG,
+    ANSWER_PATH,
+    ROOT,
+    Depends,
+    load_average,
+    load_results,
+    meta_line,
+    run_meta,
+    write_results,
+)
 from benchmarks.synthetic import build_corpus, make_queries
 from benchmarks.validation import ONE_CLAIM, TEN_CLAIMS, percentile, sources_from_corpus
 from pipeline.config import PipelineConfig
@@ -58,6 +68,8 @@ from pipeline.text.tokenize import tokenize
 from pipeline.trace import GenerationTrace
 from pipeline.validation import citations
 
+DEPENDS = Depends(("benchmarks/perf.py", "benchmarks/synthetic.py", "pipeline/storage", *ANSWER_PATH,
+                   "workbench/sweep.py"), ANSWER_CONFIG)
 NAME = "perf"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 SECTION = "## Performance: per-stage latency"
@@ -429,8 +441,8 @@ def main(argv: list[str] | None = None) -> None:
              f"--validation-runs {args.validation_runs}", f"--ingest-chunks {args.ingest_chunks}"]
     if args.skip:
         flags.append(f"--skip {' '.join(args.skip)}")
-    report = {"meta": run_meta(model=f"{MODEL} (packaged, offline) for queries, claims and ingestion throughput; "
-                                     "random unit vectors in the dense index; no cross-encoder"),
+    report = {"meta": run_meta(depends=DEPENDS, model=f"{MODEL} (packaged, offline) for queries, claims and ingestion "
+                                                      "throughput; random unit vectors in the dense index; no rerank"),
               "threads": _threads(), "args": " ".join(flags), "goals": GOALS}
 
     def save():

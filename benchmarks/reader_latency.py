@@ -31,7 +31,16 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.perf import RandomEmbedder
-from benchmarks.results_io import ROOT, load_average, meta_line, run_meta, write_results
+from benchmarks.results_io import (
+    ANSWER_CONFIG,
+    ANSWER_PATH,
+    ROOT,
+    Depends,
+    load_average,
+    meta_line,
+    run_meta,
+    write_results,
+)
 from benchmarks.synthetic import build_corpus, make_queries
 from pipeline.config import PipelineConfig
 from pipeline.context import StageContext
@@ -46,6 +55,8 @@ from pipeline.storage.store import Store
 from pipeline.validation import citations
 from workbench.golden import load_golden
 
+DEPENDS = Depends(("benchmarks/reader_latency.py", "benchmarks/synthetic.py", "pipeline/storage", *ANSWER_PATH,
+                   "golden/corpus"), ANSWER_CONFIG)
 NAME = "reader_latency"
 GOAL_P95_MS = 400
 STAGES = ("retrieve", "rerank", "gate", "generate", "validate")
@@ -124,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse", action="store_true", help="keep a synthetic store already built")
     args = parser.parse_args(argv)
     set_torch_threads(args.threads)
-    meta = run_meta("reader: workbench/answerability-reader (int8 ONNX); embedder all-MiniLM-L6-v2 (packaged); "
+    meta = run_meta(depends=DEPENDS, model="reader: workbench/answerability-reader (int8 ONNX); embedder "
+                    "all-MiniLM-L6-v2 (packaged); "
                     "extractive generator", threads=args.threads)
     models = Models()
     results: dict = {"meta": meta, "goal_p95_ms": GOAL_P95_MS, "corpora": {}}

@@ -54,6 +54,17 @@ class Depends:
     config: tuple[str, ...] = ()
 
 
+# What an answer's figures depend on: every stage that runs from ingestion to validation, the model code and weights,
+# and the engine that wires them. Benchmarks of the whole answer path name these (plus their own module).
+ANSWER_PATH = ("pipeline/engine.py", "pipeline/ingestion", "pipeline/text", "pipeline/retrieval",
+               "pipeline/gate", "pipeline/generation", "pipeline/validation", "pipeline/models")
+ANSWER_CONFIG = ("embedding", "chunking", "ingest", "keyword", "retrieve", "rerank", "gate", "rewrite", "generate",
+                 "validate")
+SEARCH_PATH = ("pipeline/engine.py", "pipeline/ingestion", "pipeline/text", "pipeline/retrieval",
+               "pipeline/gate", "pipeline/models")
+SEARCH_CONFIG = ("embedding", "chunking", "ingest", "keyword", "retrieve", "rerank", "gate")
+
+
 def _files(path: str) -> list[Path]:
     full = ROOT / path
     if full.is_file():
@@ -174,3 +185,31 @@ def rate_ci(rate: float | None, n: int, counts: bool = False) -> str:
     k = int(round(rate * n))
     low, high = wilson(k, n)
     return f"{100 * rate:.1f} % [{100 * low:.1f}–{100 * high:.1f}]" + (f" ({k}/{n})" if counts else "")
+
+
+def stack_line(cfg=None, *, generation: bool = True) -> str:
+    """Which models and rules a measurement ran with, from the configuration that ran (default: the shipped one), so
+    a section never names a model the run did not use: the embedder, the rerank stage (the reader or off), the gate
+    rule, and with ``generation`` the generator and the validator's NLI check."""
+    from pipeline.config import PipelineConfig
+
+    cfg = cfg or PipelineConfig()
+    r, g = cfg.rerank, cfg.gate
+    rerank = (f"rerank {r.model} ({r.precision}, {r.granularity} granularity, top {r.candidates})" if r.enabled
+              else "rerank off")
+    gate = ("the learned rule with the shipped coefficients" if g.signal in ("auto", "learned")
+            else f"`gate.signal={g.signal}`")
+    parts = [f"embedder {cfg.embedding.model}", rerank, f"gate: {gate}"]
+    if generation:
+        parts += [f"`generate.backend={cfg.generate.backend}`",
+                  f"NLI {cfg.validate.nli_model}" if cfg.validate.nli != "off" else "NLI off"]
+    else:
+        parts.append("retrieve + rerank + gate only (no generation)")
+    return "; ".join(parts)
+
+
+def pair_ci(rates: dict) -> str:
+    """``58.0 % [48.2–67.2] / 6.0 % [2.1–16.2]``: answered (of answerable) / false answers (of unanswerable) with their
+    Wilson intervals, from a dict holding both rates and the ``answerable`` / ``unanswerable`` counts."""
+    return (f"{rate_ci(rates.get('answer_rate_answerable'), rates.get('answerable', 0))} / "
+            f"{rate_ci(rates.get('false_answer_rate_unanswerable'), rates.get('unanswerable', 0))}")

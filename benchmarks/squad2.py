@@ -43,7 +43,10 @@ import numpy as np
 
 from benchmarks.ood import MODEL, Question, ask_questions, evaldata, figures, gate_settings
 from benchmarks.results_io import (
+    ANSWER_CONFIG,
+    ANSWER_PATH,
     ROOT,
+    Depends,
     load_average,
     load_results,
     meta_line,
@@ -52,7 +55,7 @@ from benchmarks.results_io import (
     run_meta,
     write_results,
 )
-from workbench.metrics import roc_auc
+from workbench.metrics import roc_auc, roc_auc_ci
 from workbench.sweep import Scores, best_setting, rates
 
 NAME = "squad2"
@@ -109,7 +112,8 @@ def evidence(rows: list[dict], answerable: np.ndarray) -> dict:
         finite = np.isfinite(values)
         out[name] = None if not finite.any() else {
             "cases_with_score": int(finite.sum()),
-            "roc_auc": roc_auc(np.where(finite, values, -np.inf), answerable)}
+            "roc_auc": roc_auc(np.where(finite, values, -np.inf), answerable),
+            "roc_auc_ci95": roc_auc_ci(np.where(finite, values, -np.inf), answerable)}
     return out
 
 
@@ -127,7 +131,9 @@ def analyse(rows: list[dict], cfg, dense_points: tuple[float, ...] = ()) -> dict
         rule = name  # each score under its own rule; the shipped auto rule is the gate row
         ar, far = rates(s.answers(rule, **defaults), s.answerable)
         best = best_setting(s, name, g, 0.05)
-        out["signals"][name] = {"roc_auc": roc_auc(np.where(np.isfinite(values), values, -np.inf), s.answerable),
+        scored = np.where(np.isfinite(values), values, -np.inf)
+        out["signals"][name] = {"roc_auc": roc_auc(scored, s.answerable),
+                                "roc_auc_ci95": roc_auc_ci(scored, s.answerable),
                                 "default_threshold": defaults[f"t_{name}"], "answer_rate_answerable": float(ar),
                                 "false_answer_rate_unanswerable": float(far), "best_within_5pct": best}
     gate_answered = np.array([r["gate"] == "answer" for r in rows])
@@ -159,8 +165,18 @@ def _cases(rows: list[dict]) -> dict:
     return out
 
 
+DEPENDS = Depends(("benchmarks/squad2.py", "benchmarks/ood.py", *ANSWER_PATH, "workbench/correctness.py",
+                   "workbench/sweep.py", "workbench/evaluate.py"), ANSWER_CONFIG)
+
+
 def _pct(x) -> str:
     return "—" if x is None else f"{100 * x:.1f} %"
+
+
+def _auc(x: dict) -> str:
+    """``0.631 [0.597–0.665]``: a ROC-AUC with its bootstrap interval where the results file has one."""
+    ci = x.get("roc_auc_ci95")
+    return f"{x['roc_auc']:.3f}" + (f" [{ci[0]:.3f}–{ci[1]:.3f}]" if ci else "")
 
 
 def render(r: dict) -> str:
@@ -184,7 +200,7 @@ def render(r: dict) -> str:
                 "correctness)" if r.get("search_only") else "")
              + f" in {r['run_s']:.0f} s (mean retrieval "
              f"{a['retrieve_ms_mean']:.0f} ms). The answerable questions' own paragraph is in the top 10 for "
-             f"{_pct(a['own_paragraph_hit_at_10'])}.", "",
+             f"{rate_ci(a['own_paragraph_hit_at_10'], r['answerable'])}.", "",
              "| signal | ROC-AUC | shipped threshold | answered (answerable) | false answers (unanswerable) | "
              "best ≤ 5 % false answers (in-sample upper bound) |", "|---|---:|---:|---:|---:|---|"]
     for name, x in a["signals"].items():
@@ -192,8 +208,9 @@ def render(r: dict) -> str:
             lines.append(f"| {name} | not available offline | — | — | — | — |")
             continue
         b = x["best_within_5pct"]
-        best = f"≥ {b[f't_{name}']:.4f}: {_pct(b['answer_rate_answerable'])} answered" if b else "none"
-        lines.append(f"| {name} | {x['roc_auc']:.3f} | {x['default_threshold']:g} | "
+        best = (f"≥ {b[f't_{name}']:.4f}: {rate_ci(b['answer_rate_answerable'], r['answerable'])} answered" if b
+                else "none")
+        lines.append(f"| {name} | {_auc(x)} | {x['default_threshold']:g} | "
                      f"{rate_ci(x['answer_rate_answerable'], r['answerable'])} | "
                      f"{rate_ci(x['false_answer_rate_unanswerable'], r['unanswerable'])} | {best} |")
     gate, c = a["gate"], a["fused_and_dense_best_within_5pct"]
@@ -204,7 +221,7 @@ def render(r: dict) -> str:
     if c:
         line += (f" Fused AND dense at its best within 5 % false answers on these same questions (fused ≥ "
                  f"{c['t_fused']:.4f}, dense ≥ {c['t_dense']:.4f}; in-sample) answers "
-                 f"{_pct(c['answer_rate_answerable'])}.")
+                 f"{rate_ci(c['answer_rate_answerable'], r['answerable'])}.")
     if not r.get("search_only"):
         o = r["ood"]
         line += (f" End to end — the gate, then the reader's check before quoting — the shipped default answers "
@@ -214,12 +231,13 @@ def render(r: dict) -> str:
     if a.get("dense_at"):
         lines += ["Dense cosine gate (`gate.signal=dense`) at fixed thresholds:", "",
                   "| dense threshold | answered (answerable) | false answers (unanswerable) |", "|---:|---:|---:|"]
-        lines += [f"| {p['t_dense']:g} | {_pct(p['answer_rate_answerable'])} | "
-                  f"{_pct(p['false_answer_rate_unanswerable'])} |" for p in a["dense_at"]]
+        lines += [f"| {p['t_dense']:g} | {rate_ci(p['answer_rate_answerable'], r['answerable'])} | "
+                  f"{rate_ci(p['false_answer_rate_unanswerable'], r['unanswerable'])} |" for p in a["dense_at"]]
         lines.append("")
     if a.get("evidence"):
         lines += ["Each evidence signal alone (`pipeline/gate/signals.py`), ROC-AUC: "
-                  + ", ".join(f"{n} {x['roc_auc']:.3f}" for n, x in a["evidence"].items() if x) + ".", ""]
+                  + ", ".join(f"{n} {_auc(x)}" for n, x in a["evidence"].items() if x)
+                  + " (95 % bootstrap intervals, resampling each class).", ""]
     if a.get("cases"):
         lines += ["How the gate's abstentions read (`gate.case`): "
                   + "; ".join(f"{kind}: " + ", ".join(f"{n:,} {c}" for c, n in sorted(counts.items()))
@@ -228,8 +246,10 @@ def render(r: dict) -> str:
     if r.get("search_only"):
         lines.append(verdict(a))
         return "\n".join(lines) + "\n"
-    lines += [f"Answers: of the answered answerable questions, {_pct(o['correct_rate'])} correct, "
-              f"{_pct(o['partly_rate'])} partly, {_pct(o['wrong_rate'])} wrong against the gold answers "
+    judged = round(o["answer_rate_answerable"] * r["answerable"])
+    lines += [f"Answers: of the {judged} answered answerable questions, {rate_ci(o['correct_rate'], judged)} correct, "
+              f"{rate_ci(o['partly_rate'], judged)} partly, {rate_ci(o['wrong_rate'], judged)} wrong against the gold "
+              "answers "
               "(`workbench/correctness.py`, best verdict over the gold answers).", ""]
     if r.get("rerank_reason"):
         lines += [f"Rerank: {r['rerank_reason']}", ""]
@@ -282,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         from pipeline.models.encoders import set_torch_threads
 
         set_torch_threads(args.threads)
-        meta = run_meta(model=MODEL)
+        meta = run_meta(model=MODEL, depends=DEPENDS)
         data = locate_data()
         documents, questions = load(data)
         chosen = sample(questions, args.sample or None, args.seed)

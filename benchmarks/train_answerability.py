@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.results_io import load_average, meta_line, run_meta, write_results
+from benchmarks.results_io import Depends, load_average, meta_line, run_meta, write_results
 from pipeline.models.resolve import WEIGHTS_DIR
 
+DEPENDS = Depends(("benchmarks/train_answerability.py", "pipeline/models/weights/answerability"), ())
 NAME = "train_answerability"
 
 
 def measure() -> dict:
     provenance = json.loads((WEIGHTS_DIR / "answerability" / "training.json").read_text(encoding="utf-8"))
-    meta = run_meta("workbench/answerability-reader (int8 ONNX), trained from all-MiniLM-L6-v2",
+    meta = run_meta(depends=DEPENDS, model="workbench/answerability-reader (int8 ONNX), trained from all-MiniLM-L6-v2",
                     trained_at_commit=provenance["commit"])
     meta["load_average_end"] = load_average()
     return {"meta": meta, **provenance}

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.results_io import load_average, meta_line, run_meta, write_results
+from benchmarks.results_io import Depends, load_average, meta_line, run_meta, write_results
 from pipeline.models.resolve import WEIGHTS_DIR
 
+DEPENDS = Depends(("benchmarks/train_nli.py", "workbench/training", "pipeline/models/weights/nli"), ())
 NAME = "train_nli"
 MODEL = "workbench/nli-check (int8 ONNX), trained from all-MiniLM-L6-v2"
 
@@ -61,7 +62,7 @@ def measure(data_dir: Path | None = None) -> dict:
     from workbench.training.data import default_data_dir
 
     provenance = json.loads((WEIGHTS_DIR / "nli" / "training.json").read_text(encoding="utf-8"))
-    meta = run_meta(MODEL, trained_at_commit=provenance["commit"])
+    meta = run_meta(depends=DEPENDS, model=MODEL, trained_at_commit=provenance["commit"])
     scores = held_apart_scores(data_dir or default_data_dir(), provenance["settings"])
     meta["load_average_end"] = load_average()
     return {"meta": meta, **provenance, "held_apart_claims": scores}

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks.results_io import meta_line, run_meta, write_results
+from benchmarks.results_io import Depends, meta_line, run_meta, write_results
 from pipeline.models.resolve import WEIGHTS_DIR
 
+DEPENDS = Depends(("benchmarks/train_reproduce.py", "workbench/training", "pipeline/models/weights/answerability"), ())
 NAME = "train_reproduce"
 
 
@@ -22,7 +23,8 @@ def measure(report=print) -> dict:
     from workbench.training.reproduce import reproduce
     from workbench.training.run import default_out
 
-    meta = run_meta("workbench/answerability-reader (int8 ONNX), retrained from all-MiniLM-L6-v2")
+    meta = run_meta(depends=DEPENDS,
+                    model="workbench/answerability-reader (int8 ONNX), retrained from all-MiniLM-L6-v2")
     out = default_out("answerability").with_name("answerability-reproduce")
     result = reproduce(WEIGHTS_DIR / "answerability", default_data_dir(), out, report=report)
     return {"meta": meta, **result.to_dict()}

@@ -24,8 +24,19 @@ import argparse
 import sys
 import time
 
-from benchmarks.results_io import ROOT, load_average, meta_line, run_meta, write_results
+from benchmarks.results_io import (
+    ANSWER_CONFIG,
+    ANSWER_PATH,
+    ROOT,
+    Depends,
+    load_average,
+    meta_line,
+    run_meta,
+    write_results,
+)
 
+DEPENDS = Depends(("benchmarks/week_one.py", "workbench/week_one.py", "workbench/correctness.py", "workbench/nli.py",
+                   *ANSWER_PATH, "golden/golden.jsonl", "golden/corpus"), ANSWER_CONFIG)
 NAME = "week_one"
 GOLDEN = ROOT / "golden" / "golden.jsonl"
 CORPUS = ROOT / "golden" / "corpus"
@@ -72,7 +83,8 @@ def measure(local: int = 0, examples: int = EXAMPLES) -> dict:
     cfg = PipelineConfig()
     models = default_models()
     golden = load_golden(GOLDEN)
-    results = {"meta": run_meta(model_line(cfg)), "golden": "golden/golden.jsonl", "store": "build/week-one-store",
+    results = {"meta": run_meta(depends=DEPENDS, model=model_line(cfg)),
+               "golden": "golden/golden.jsonl", "store": "build/week-one-store",
                "reproduce": ".venv/bin/python -m benchmarks.week_one"
                             + (f" --local {local}" if local else "")}
     with Store.open(STORE) as store:

@@ -81,6 +81,33 @@ def roc_auc(scores: Sequence[float], positive: Sequence[bool]) -> float | None:
     return float(roc_auc_score(y, s))
 
 
+def roc_auc_ci(scores: Sequence[float], positive: Sequence[bool], resamples: int = 2000, seed: int = 0,
+               confidence: float = 0.95) -> tuple[float, float] | None:
+    """A percentile bootstrap interval of :func:`roc_auc`, resampling positives and negatives separately (each class
+    keeps its size, so every resample has both). Each resample's AUC is the Mann-Whitney U of the two classes over
+    their product of sizes (ties count one half), from the mid-ranks of all resamples in one vectorised
+    ``scipy.stats.rankdata`` call (scikit-learn scores one resample per call and ``mannwhitneyu`` also computes a
+    p-value per resample, both too slow for the app's interactive tables). None if one class is empty."""
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(positive, dtype=bool)
+    if roc_auc(s, y) is None:          # validates shapes and NaN the same way
+        return None
+    from scipy.stats import rankdata
+
+    finite = s[np.isfinite(s)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+    s = np.where(s == -np.inf, low - 1.0, np.where(s == np.inf, high + 1.0, s))
+    pos, neg = s[y], s[~y]
+    rng = np.random.default_rng(seed)
+    a = pos[rng.integers(0, pos.size, size=(resamples, pos.size))]
+    b = neg[rng.integers(0, neg.size, size=(resamples, neg.size))]
+    ranks = rankdata(np.concatenate([a, b], axis=1), axis=1)
+    u = ranks[:, :pos.size].sum(axis=1) - pos.size * (pos.size + 1) / 2
+    aucs = u / (pos.size * neg.size)
+    tail = 100 * (1 - confidence) / 2
+    return float(np.percentile(aucs, tail)), float(np.percentile(aucs, 100 - tail))
+
+
 def round_or_none(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(float(value), digits)
 
