@@ -93,7 +93,7 @@ bench: install ## per-stage latency at 1k/10k/100k chunks -> benchmarks/results/
 	$(BIN)/python -m benchmarks.perf
 	$(BIN)/python -m benchmarks.report
 
-bench-rerank: install ## cross-encoder latency: candidates x max_tokens x fp32/int8 -> benchmarks/results/, BENCHMARKS.md
+bench-rerank: install ## the reader's cost vs quality: candidates x max_tokens (x early stop) on the golden test part -> BENCHMARKS.md
 	$(BIN)/python -m benchmarks.rerank_tradeoff
 	$(BIN)/python -m benchmarks.report
 

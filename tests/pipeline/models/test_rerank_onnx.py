@@ -1,7 +1,7 @@
 """int8 (ONNX Runtime dynamic quantisation) keeps the fp32 order of the same checkpoint on the demo corpus.
 
 The checkpoint is the packaged all-MiniLM-L6-v2 encoder with a seeded, untrained one-logit head
-(:func:`benchmarks.rerank_tradeoff.build_untrained_cross_encoder`): the only real BERT that resolves offline.
+(:func:`tests.support.models.build_untrained_cross_encoder`): the only real BERT that resolves offline.
 
 Tolerance, per query over the fused top-30 of the demo corpus: Spearman's rho between fp32 and int8 logits
 >= 0.85, and at least 6 of the fp32 top-10 in the int8 top-10. Why not tighter: an untrained head scores
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    from benchmarks.rerank_tradeoff import build_untrained_cross_encoder
+    from tests.support.models import build_untrained_cross_encoder
 
     return build_untrained_cross_encoder(tmp_path_factory.mktemp("ce") / "minilm-untrained")
 
