@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 from benchmarks import golden_report
@@ -27,8 +28,10 @@ def test_the_section_is_deterministic_and_shows_the_files_numbers():
     assert f"| false-answer rate on unanswerable | {100 * test['false_answer_rate_unanswerable']:.1f} % [" in text
     rec = results["tune"]["recommendation"]
     assert " ".join(rec["settings"]) in text
-    assert (f"**{100 * rec['test']['answer_rate_answerable']:.1f} % / "
-            f"{100 * rec['test']['false_answer_rate_unanswerable']:.1f} %** on the test part") in text
+    assert (f"**{100 * rec['test']['answer_rate_answerable']:.1f} % [") in text
+    assert re.search(rf"\*\*{100 * rec['test']['answer_rate_answerable']:.1f} % \[[\d.]+–[\d.]+\] / "
+                     rf"{100 * rec['test']['false_answer_rate_unanswerable']:.1f} % \[[\d.]+–[\d.]+\]\*\* on the "
+                     "test part", text), "the recommendation's held-out rates with their Wilson intervals"
     changed = copy.deepcopy(results)
     changed["parts"]["test"].update(answer_rate_answerable=0.12, answerable=100, false_answer_rate_unanswerable=0.1,
                                     unanswerable=50, correct_answer_rate=0.5, supported_but_wrong_rate=4 / 17)
