@@ -330,3 +330,23 @@ def paired_rates(a: dict[str, dict], b: dict[str, dict], resamples: int = 2000,
 def compare_runs(rows_a, rows_b, resamples: int = 2000, seed: int = 0) -> tuple[PairedRate, ...]:
     """Two evaluations over the same golden cases (their rows), A against B on every compared rate."""
     return paired_rates(case_outcomes(rows_a), case_outcomes(rows_b), resamples, seed)
+
+
+def _pct_ci(value: float | None, ci: tuple[float, float]) -> str:
+    return "—" if value is None else f"{100 * value:.1f} % [{100 * ci[0]:.1f}–{100 * ci[1]:.1f}]"
+
+
+def comparison_table(rates: tuple[PairedRate, ...]) -> list[dict[str, object]]:
+    """One row per compared rate, as the Compare page shows it: the cases, each run's rate with its 95 % Wilson
+    interval, A minus B with its 95 % paired bootstrap interval, the cases where only A / only B counted, and the
+    exact McNemar p on those."""
+    rows = []
+    for r in rates:
+        t = r.test
+        low, high = t.difference_ci95 or (0.0, 0.0)
+        rows.append({"rate": r.label, "cases": t.n, "A [95 % CI]": _pct_ci(t.rate_a, t.ci_a()),
+                     "B [95 % CI]": _pct_ci(t.rate_b, t.ci_b()),
+                     "A − B, points [95 % paired bootstrap]": "—" if t.difference is None else
+                     f"{100 * t.difference:+.1f} [{100 * low:+.1f} to {100 * high:+.1f}]",
+                     "only A / only B": f"{t.a_only} / {t.b_only}", "McNemar p (exact)": round(t.p_value, 4)})
+    return rows

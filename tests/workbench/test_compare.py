@@ -110,3 +110,15 @@ def test_without_correctness_scored_the_correct_rate_is_not_compared():
     a = [_row(f"q{i}", True, i < 3) for i in range(5)]
     b = [_row(f"q{i}", True, i < 2) for i in range(5)]
     assert [r.name for r in compare_runs(a, b)] == ["answered"], "no unanswerable case and nothing scored"
+
+
+def test_the_comparison_table_shows_each_rate_with_its_interval_beside_the_paired_test():
+    from workbench.compare import compare_runs, comparison_table
+
+    a = [_row(f"q{i}", True, i < 8) for i in range(10)]
+    b = [_row(f"q{i}", True, i < 4) for i in range(10)]
+    (row,) = comparison_table(compare_runs(a, b))
+    assert row["rate"] == "answered (of answerable)" and row["cases"] == 10
+    assert row["A [95 % CI]"] == "80.0 % [49.0–94.3]" and row["B [95 % CI]"] == "40.0 % [16.8–68.7]"
+    assert row["A − B, points [95 % paired bootstrap]"].startswith("+40.0 [")
+    assert row["only A / only B"] == "4 / 0" and row["McNemar p (exact)"] == 0.125
