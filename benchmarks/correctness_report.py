@@ -86,13 +86,11 @@ def paired(cases: list[dict]) -> dict | None:
     if not cases or "alternative" not in cases[0]:
         return None
     import numpy as np
-    from scipy.stats import binomtest
     from sklearn.metrics import cohen_kappa_score
 
-    from workbench.metrics import cluster_bootstrap
+    from workbench.metrics import cluster_bootstrap, paired_binary
 
-    with_only = sum(c["scorer"] == c["hand"] != c["alternative"] for c in cases)
-    without_only = sum(c["alternative"] == c["hand"] != c["scorer"] for c in cases)
+    test = paired_binary([c["scorer"] == c["hand"] for c in cases], [c["alternative"] == c["hand"] for c in cases])
     hand = np.array([c["hand"] for c in cases])
     arms = [np.array([c[k] for c in cases]) for k in ("scorer", "alternative")]
 
@@ -101,9 +99,8 @@ def paired(cases: list[dict]) -> dict | None:
         return None if any(np.isnan(k)) else k[0] - k[1]
 
     low, high = cluster_bootstrap([c["id"] for c in cases], kappa_difference, resamples=2000, seed=0)
-    return {"shipped_only": with_only, "alternative_only": without_only,
-            "mcnemar_p": float(binomtest(with_only, with_only + without_only).pvalue) if with_only + without_only
-            else 1.0, "kappa_diff_ci95": [low, high], "resamples": 2000}
+    return {"shipped_only": test.a_only, "alternative_only": test.b_only, "mcnemar_p": test.p_value,
+            "kappa_diff_ci95": [low, high], "resamples": 2000}
 
 
 def _direction(matrix: dict) -> str:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from benchmarks.results_io import (
     ROOT,
+    Depends,
     load_average,
     load_results,
     meta_line,
@@ -47,6 +48,13 @@ CORPUS = ROOT / "golden" / "corpus"
 FLOORS = ROOT / "golden" / "floors.json"
 STORE = ROOT / "build" / "deploy-gate-store"
 MAX_FALSE_ANSWER_RATE = 0.05
+# what the figures are computed from (golden/floors.json is left out: this report writes its measured values)
+DEPENDS = Depends(paths=("benchmarks/golden_report.py", "pipeline", "workbench/evaluate.py", "workbench/tune.py",
+                         "workbench/sweep.py", "workbench/summary.py", "workbench/metrics.py", "workbench/floors.py",
+                         "workbench/correctness.py", "workbench/golden.py", "golden/golden.jsonl",
+                         "golden/golden.split.json", "golden/corpus"),
+                  config=("chunking", "embedding", "keyword", "retrieve", "rerank", "gate", "rewrite", "generate",
+                          "validate"))
 UNANSWERABLE_TAGS = ("off-topic", "hard-unanswerable", "retracted")
 
 
@@ -73,6 +81,32 @@ def _rates(point: dict | None) -> str:
     if not point:
         return "—"
     return f"{_pct(point.get('answer_rate_answerable'))} / {_pct(point.get('false_answer_rate_unanswerable'))}"
+
+
+def _rates_ci(point: dict | None, part: dict) -> str:
+    """Answered / false answers, each with its 95 % Wilson interval over the part's answerable / unanswerable
+    cases (``part``: a dict with ``answerable`` and ``unanswerable`` counts)."""
+    if not point:
+        return "—"
+    return (f"{rate_ci(point.get('answer_rate_answerable'), part['answerable'])} / "
+            f"{rate_ci(point.get('false_answer_rate_unanswerable'), part['unanswerable'])}")
+
+
+def _vs_shipped(pair: dict | None) -> str:
+    """The rule minus the shipped defaults on the same test cases, or "—" for results measured without it."""
+    if not pair:
+        return "—"
+    from workbench.tune import paired_line
+
+    return paired_line(pair)
+
+
+def _tag_rate(results: dict, tag: str) -> str:
+    """A kind of unanswerable question's false-answer rate on the test part, with its Wilson interval when the
+    results file has the count of such cases."""
+    value = results["test_false_answer_by_tag"].get(tag)
+    n = (results.get("test_unanswerable_by_tag") or {}).get(tag, 0)
+    return rate_ci(value, n) if n else _pct(value)
 
 
 def _setting(point: dict | None, keys: list[str]) -> str:
@@ -118,7 +152,7 @@ def render(results: dict) -> str:
         f"| supported but wrong (of all answered) | "
         f"{rate_ci(test['supported_but_wrong_rate'], answered_all, True)} |",
         "| false-answer rate: " + " / ".join(UNANSWERABLE_TAGS) + " | "
-        + " / ".join(_pct(results["test_false_answer_by_tag"].get(tag)) for tag in UNANSWERABLE_TAGS) + " |", "",
+        + " / ".join(_tag_rate(results, tag) for tag in UNANSWERABLE_TAGS) + " |", "",
     ]
     cv_all = results["cross_validated_all"]
     lines += [
@@ -126,17 +160,25 @@ def render(results: dict) -> str:
         f"on the tune part for the most answerable questions answered with at most "
         f"{results['max_false_answer_rate']:.0%} false answers. The same procedure was also 5-fold "
         f"cross-validated over all {results['cases']} cases (fit on four fifths, apply to the fifth; linked "
-        "cases share a fold). Answered / false answers:", "",
+        "cases share a fold). Answered / false answers, each with its 95 % Wilson interval; beside the test part, "
+        "each rule against the shipped defaults on the same test cases, answered (of the answerable) and false "
+        "answers (of the unanswerable) separately: the rule minus the defaults in points with its 95 % paired "
+        "bootstrap interval, and the exact McNemar p on the cases where the two decide differently:", "",
         "| rule | fitted on the tune part | tune part (in-sample) | 5-fold CV within the tune part | "
-        "**test part (held out)** | 5-fold CV, all cases |", "|---|---|---:|---:|---:|---:|",
+        "**test part (held out)** | test part: rule minus the shipped defaults (paired) | 5-fold CV, all cases |",
+        "|---|---|---:|---:|---:|---|---:|",
     ]
+    everything = {"answerable": results["answerable"], "unanswerable": results["unanswerable"]}
     for name, x in t["rules"].items():
-        lines.append(f"| {name} | {_setting(x['best'], x['keys'])} | {_rates(x['best'])} | "
-                     f"{_rates(x['cross_validated'])} | **{_rates(x['test'])}** | {_rates(cv_all.get(name))} |")
+        lines.append(f"| {name} | {_setting(x['best'], x['keys'])} | {_rates_ci(x['best'], tune_part)} | "
+                     f"{_rates_ci(x['cross_validated'], tune_part)} | **{_rates_ci(x['test'], test)}** | "
+                     f"{_vs_shipped(x.get('test_vs_shipped'))} | {_rates_ci(cv_all.get(name), everything)} |")
     lines += [""]
     if rec.get("signal"):
-        lines.append(f"The recommendation (`{' '.join(rec['settings'])}`) answers {_rates(rec)} on the tune part it "
-                     f"was fitted on and **{_rates(rec['test'])}** on the test part. "
+        lines.append(f"The recommendation (`{' '.join(rec['settings'])}`) answers {_rates_ci(rec, tune_part)} on the "
+                     f"tune part it was fitted on and **{_rates_ci(rec['test'], test)}** on the test part"
+                     + (f" (against the shipped defaults on the same cases: {_vs_shipped(rec['test_vs_current'])})"
+                        if rec.get("test_vs_current") else "") + ". "
                      + _transfer(rec, results["max_false_answer_rate"], t["current_on_tune"]["unanswerable"]))
     else:
         lines.append(rec.get("why", ""))
@@ -145,8 +187,10 @@ def render(results: dict) -> str:
         cv = f["cross_validated"]
         lines += ["", f"**Learned rule** (`workbench tune --fit`, fitted on the tune part; the shipped coefficients "
                   f"{'are' if d['is_tune_recommendation'] else 'are **not**'} this fit): 5-fold cross-validated "
-                  f"within the tune part {_rates(cv)} (held-out ROC-AUC {_num(cv.get('roc_auc'))}); on the held-out "
-                  f"test part **{_rates(f.get('test'))}**; coefficients: "
+                  f"within the tune part {_rates_ci(cv, tune_part)} (held-out ROC-AUC {_num(cv.get('roc_auc'))}); "
+                  f"on the held-out test part **{_rates_ci(f.get('test'), test)}**"
+                  + (f" (against the shipped defaults on the same cases: {_vs_shipped(f['test_vs_current'])})"
+                     if f.get("test_vs_current") else "") + "; coefficients: "
                   + ", ".join(f"{k.removeprefix('learned_')} {v:g}" for k, v in f["coefficients"].items())
                   + f"; threshold {f['threshold']:g}."]
     evidence = results.get("evidence_on_tune") or {}
@@ -155,7 +199,8 @@ def render(results: dict) -> str:
                   + ", ".join(f"{n} {x['roc_auc']:.3f}" for n, x in evidence.items() if x.get("roc_auc") is not None)
                   + "."]
     lines += ["", f"For comparison only — in-sample, not an estimate: the tune part at the defaults answers "
-              f"{_rates(tune_part)}; all {parts['all']['cases']} cases {_rates(parts['all'])}.", ""]
+              f"{_rates_ci(tune_part, tune_part)}; all {parts['all']['cases']} cases "
+              f"{_rates_ci(parts['all'], parts['all'])}.", ""]
     if results.get("nli_reason"):
         lines += [f"NLI: {results['nli_reason']}", ""]
     return "\n".join(lines)
@@ -262,7 +307,8 @@ def measure(evaluation, golden, split, cfg) -> dict:
                             fit_rule=True)
     held = report["held_out"]
     rules = {name: {"keys": list(RULE_KEYS[name]), "best": x["best"], "cross_validated": x["cross_validated"],
-                    "test": held["rules"].get(name)} for name, x in report["rules"].items()}
+                    "test": held["rules"].get(name), "test_vs_shipped": held["vs_current"].get(name)}
+             for name, x in report["rules"].items()}
     scores = extract([c.id for c in run.cases], [c.answerable for c in run.cases], run.traces, cfg.gate)
     label = {i: n for n, group in enumerate(link_groups(run.cases)) for i in group}
     groups = [label[c.id] for c in run.cases]
@@ -292,6 +338,8 @@ def measure(evaluation, golden, split, cfg) -> dict:
                   "sizes": {p: len(ids) for p, ids in split.parts.items()}},
         "parts": {**summary["per_split"], "all": part_figures(rows)},
         "test_false_answer_by_tag": {tag: test_summary["per_tag"].get(tag, {}).get("false_answer_rate_unanswerable")
+                                     for tag in UNANSWERABLE_TAGS},
+        "test_unanswerable_by_tag": {tag: sum(1 for r in test_rows if not r.answerable and tag in r.tags)
                                      for tag in UNANSWERABLE_TAGS},
         "defaults": {"signal": gate.signal, **shipped, "is_tune_recommendation": is_rec,
                      "description": f"gate.signal={gate.signal}: the learned rule (probability ≥ "
@@ -346,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         set_torch_threads(args.threads)
         cfg = PipelineConfig()
         golden, split = load_golden(GOLDEN), find_split(GOLDEN)
-        meta = run_meta(model="pending")
+        meta = run_meta(model="pending", depends=DEPENDS)
         started = time.perf_counter()
         evaluation = (_run_from(args.from_dir, golden, split, cfg) if args.from_dir
                       else _run_live(golden, split, cfg, args.store, sys.stderr.isatty()))

@@ -38,13 +38,13 @@ def chunks_of(corpus: Path):
 
 
 def mcnemar(a: list[bool], b: list[bool]) -> dict:
-    """Exact McNemar on paired outcomes: a right where b is wrong vs the reverse."""
-    from scipy.stats import binomtest
+    """Exact McNemar on paired outcomes (:func:`workbench.metrics.paired_binary`): a right where b is wrong vs the
+    reverse, with the paired bootstrap interval of the difference in rates (a minus b)."""
+    from workbench.metrics import paired_binary
 
-    only_a = sum(x and not y for x, y in zip(a, b, strict=True))
-    only_b = sum(y and not x for x, y in zip(a, b, strict=True))
-    n = only_a + only_b
-    return {"only_first": only_a, "only_second": only_b, "p": float(binomtest(only_a, n).pvalue) if n else 1.0}
+    test = paired_binary(a, b)
+    return {"only_first": test.a_only, "only_second": test.b_only, "p": test.p_value,
+            "difference_ci95": None if test.difference_ci95 is None else list(test.difference_ci95)}
 
 
 def measure(per_kind: int, seed: int) -> dict:
@@ -83,6 +83,15 @@ def _judge_totals(kinds: dict, judge: str, faithful: bool) -> tuple[int, int]:
     return (n - passed if faithful else passed), n
 
 
+def _difference(test: dict) -> str:
+    """``; NLI minus embedding +4.0 points [1.0 to 7.0]`` (paired bootstrap), or nothing for results measured
+    before the interval was recorded."""
+    ci = test.get("difference_ci95")
+    if ci is None:
+        return ""
+    return f"; NLI minus embedding, 95 % paired bootstrap interval {100 * ci[0]:+.1f} to {100 * ci[1]:+.1f} points"
+
+
 def render(results: dict) -> str:
     kinds = results["kinds"]
     lines = ["## Citation check: perturbed claims", "",
@@ -118,9 +127,10 @@ def render(results: dict) -> str:
                  " | ".join(rate_ci(f / n if n else None, n, counts=True) for _, _, _, f, n in totals) + " |")
     pa, pf = results["altered_nli_vs_embedding"], results["faithful_nli_vs_embedding"]
     lines += ["", f"NLI alone vs the embedding validator on the same claims (exact McNemar): altered claims caught by "
-              f"NLI only {pa['only_first']}, by the embedding check only {pa['only_second']} (p {pa['p']:.2g}); "
-              f"faithful claims passed by NLI only {pf['only_first']}, by the embedding check only "
-              f"{pf['only_second']} (p {pf['p']:.2g}).", "", "One example per kind (the first generated):", "",
+              f"NLI only {pa['only_first']}, by the embedding check only {pa['only_second']} (p {pa['p']:.2g}"
+              f"{_difference(pa)}); faithful claims passed by NLI only {pf['only_first']}, by the embedding check "
+              f"only {pf['only_second']} (p {pf['p']:.2g}{_difference(pf)}).", "",
+              "One example per kind (the first generated):", "",
               "| kind | claim | NLI label (entailment, neutral, contradiction) | cosine |", "|---|---|---|---:|"]
     for kind, ex in results["examples"].items():
         probs = ", ".join(f"{p:.2f}" for p in ex["nli_probs"]) if ex["nli_probs"] else "—"

@@ -15,7 +15,13 @@ tiered (cheap first, the expensive model only when the validator disagrees), on 
    stub's estimate (characters / 4 of the prompt and of the reply), so costs are litellm's list prices
    (offline price map) applied to estimated tokens;
 3. runs :func:`workbench.evaluate.evaluate` once per arm (:func:`workbench.compare.tier_arms`) with the
-   packaged embedder, NLI off, and compares the arms (:func:`workbench.compare.compare_arms`).
+   packaged embedder, NLI off, and compares the arms (:func:`workbench.compare.compare_arms`); every case's
+   outcome in every arm is recorded by case id (:func:`workbench.compare.case_outcomes`), and tiered is tested
+   against each single-model arm on the same cases (:func:`workbench.compare.paired_rates`: exact McNemar, paired
+   bootstrap interval of the difference).
+
+Every rate shown carries its 95 % interval: Wilson for case rates, a bootstrap over answers for the share of
+claims supported.
 
 What this measures is the tiering machinery — how many expensive calls the validator saves and whether the kept
 answers are as good — given a cheap model that is wrong in a known share of cases; it says nothing about how
@@ -31,7 +37,17 @@ import re
 import sys
 import time
 
-from benchmarks.results_io import ROOT, load_average, load_results, meta_line, results_path, run_meta, write_results
+from benchmarks.results_io import (
+    ROOT,
+    Depends,
+    load_average,
+    load_results,
+    meta_line,
+    rate_ci,
+    results_path,
+    run_meta,
+    write_results,
+)
 
 NAME = "tiers"
 GOLDEN = ROOT / "golden" / "golden.jsonl"
@@ -42,6 +58,12 @@ CHEAP_WRONG_SHARE = 0.3
 CHARS_PER_TOKEN = 4
 _SOURCE = re.compile(r'<source n="(\d+)" fence="[^"]*">\n(.*?)\n</source fence=', re.DOTALL)
 _WORD = re.compile(r"[a-z0-9_.]+")
+PAIRS = (("tiered", "expensive only"), ("tiered", "cheap only"))
+DEPENDS = Depends(paths=("benchmarks/tiers.py", "tests/support/openai_stub.py", "pipeline", "workbench/compare.py",
+                         "workbench/evaluate.py", "workbench/walk.py", "workbench/summary.py", "workbench/metrics.py",
+                         "workbench/correctness.py", "workbench/golden.py", "golden/golden.jsonl", "golden/corpus"),
+                  config=("chunking", "embedding", "keyword", "retrieve", "rerank", "gate", "rewrite", "generate",
+                          "validate"))
 
 
 # -- the scripted models (pure) -------------------------------------------------------------------------------
@@ -93,6 +115,52 @@ def _usd(value, digits: int = 4) -> str:
     return "unknown" if value is None else f"${value:.{digits}f}"
 
 
+def _share_by(k: int, n: int, counts: dict | None) -> str:
+    """``(100.0 % [92.0–100.0]; misattributed 32, unchecked 3)``: a share with its Wilson interval, by trigger."""
+    return (f"({rate_ci(k / n if n else None, n)}"
+            + ("; " + ", ".join(f"{name} {c}" for name, c in counts.items()) if counts else "") + ")")
+
+
+def _counts(outcomes: dict | None) -> dict[str, int]:
+    """The denominators of an arm's case rates, from its per-case outcomes (0 for results without them)."""
+    cases = (outcomes or {}).values()
+    return {"answerable": sum(c["answerable"] for c in cases),
+            "answered_answerable": sum(c["answerable"] and c["answered"] for c in cases)}
+
+
+def _bootstrap(ci) -> str:
+    return "" if not ci else f" [{100 * ci[0]:.1f}–{100 * ci[1]:.1f}]"
+
+
+def _paired_lines(paired: dict) -> list[str]:
+    """Tiered against each single-model arm on the same cases, one line per pair."""
+    from workbench.metrics import PairedTest
+
+    lines = []
+    for pair, rates in paired.items():
+        shown = "; ".join(f"{r['label']}: {100 * r['rate_a']:.1f} % vs {100 * r['rate_b']:.1f} %, "
+                          f"{PairedTest.from_dict(r).describe()}" for r in rates)
+        lines += [f"**{pair.replace(' vs ', ' vs. ').capitalize()}, paired on the same cases** (first minus second, "
+                  f"95 % paired bootstrap interval, exact McNemar p on the cases where they differ): {shown}.", ""]
+    return lines
+
+
+def arm_extras(rows: list[dict], outcomes: dict[str, dict[str, dict]]) -> None:
+    """Each arm's claims-supported interval (a bootstrap over its validated answers), added to its row."""
+    from workbench.metrics import ratio_bootstrap
+
+    for row in rows:
+        validated = [c for c in outcomes[row["arm"]].values() if c["claims"] is not None]
+        ci = ratio_bootstrap([c["supported_claims"] for c in validated], [c["claims"] for c in validated])
+        row["citation_support_ci95"] = None if ci is None else list(ci)
+
+
+def paired_arms(outcomes: dict[str, dict[str, dict]]) -> dict[str, list[dict]]:
+    from workbench.compare import paired_rates
+
+    return {f"{a} vs {b}": [r.to_dict() for r in paired_rates(outcomes[a], outcomes[b])] for a, b in PAIRS}
+
+
 def render(results: dict) -> str:
     """The BENCHMARKS.md section, from ``benchmarks/results/tiers.json`` alone."""
     meta, rows, verdict = results["meta"], results["arms"], results["verdict"]
@@ -112,16 +180,23 @@ def render(results: dict) -> str:
         "sentence from both. Costs are litellm's list "
         "prices (offline price map) on the stub's estimated tokens (characters / 4); the embedder is "
         f"{results['embedder']}, NLI off. This measures the escalation machinery, not a real model's error rate.",
-        "", "| arm | LLM calls | calls to the expensive model | escalation rate | cost (all cases) | "
+        "", "Rates with their 95 % intervals: Wilson for case rates (escalations of the generated answers, answered "
+        "of the answerable cases, correct of the answered answerable ones), a bootstrap over answers for the claims "
+        "supported.", "",
+        "| arm | LLM calls | calls to the expensive model | escalation rate | cost (all cases) | "
         "cost per answered question | answered (answerable) | claims supported | correct answers |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    outcomes = results.get("outcomes") or {}
     for arm in ("cheap only", "expensive only", "tiered"):
         r = by[arm]
+        n = _counts(outcomes.get(arm))
         lines.append(f"| {arm} | {r['llm_calls']} | {r['expensive_calls']} | "
-                     f"{_pct(r['escalation_rate']) if arm == 'tiered' else '—'} | {_usd(r['cost_usd'])} | "
-                     f"{_usd(r['cost_per_answered_usd'], 6)} | {_pct(r['answer_rate_answerable'])} | "
-                     f"{_pct(r['citation_support_rate'])} | {_pct(r['correct_answer_rate'])} |")
+                     f"{rate_ci(r['escalation_rate'], results['generated']) if arm == 'tiered' else '—'} | "
+                     f"{_usd(r['cost_usd'])} | {_usd(r['cost_per_answered_usd'], 6)} | "
+                     f"{rate_ci(r['answer_rate_answerable'], n['answerable'])} | "
+                     f"{_pct(r['citation_support_rate'])}{_bootstrap(r.get('citation_support_ci95'))} | "
+                     f"{rate_ci(r['correct_answer_rate'], n['answered_answerable'])} |")
     reasons = results["escalate_reasons"]
     lines += ["", f"Tiered kept the cheap answer on {tiered['kept_per_tier'].get(results['cheap'], 0)} and the "
               f"expensive one on {tiered['kept_per_tier'].get(results['expensive'], 0)} of "
@@ -132,10 +207,12 @@ def render(results: dict) -> str:
               + (" at **no lower correct-answer rate**." if verdict["no_lower_correct_rate"] else
                  " but its correct-answer rate is **lower**." if verdict["no_lower_correct_rate"] is False
                  else " (correct-answer rate not scored)."), ""]
+    lines += _paired_lines(results.get("paired") or {})
     v = results.get("validator")
     if v:
         lines += [f"Of the {v['cheap_wrong']} answerable cases where the scripted cheap model answered wrongly, the "
-                  f"validator sent {v['caught']} on to the expensive model{_by(v.get('caught_by'))} and kept "
+                  f"validator sent {v['caught']} on to the expensive model "
+                  f"{_share_by(v['caught'], v['cheap_wrong'], v.get('caught_by'))} and kept "
                   f"{v['cheap_wrong'] - v['caught']}. The scripted wrong answer is a sentence of another offered "
                   "source cited to the best one: a topical neighbour, so the cited source can still reach the claim "
                   "threshold (supported), and what catches it is the misattribution check (an uncited offered "
@@ -144,7 +221,8 @@ def render(results: dict) -> str:
                   "that is all code leaves no claim to check (`unchecked`). A real model's wrong answers need not be "
                   f"copied sentences, so read this as the check working, not as its recall. Of the "
                   f"{v['cheap_right']} it answered right, {v['escalated_anyway']} were sent on "
-                  f"anyway{_by(v.get('escalated_anyway_by'))} (the golden answers paraphrase the documents, and a "
+                  f"anyway {_share_by(v['escalated_anyway'], v['cheap_right'], v.get('escalated_anyway_by'))} "
+                  "(the golden answers paraphrase the documents, and a "
                   "paraphrase can fall below the threshold). The `abstained` escalations are unanswerable questions "
                   "that passed the gate: the cheap model's abstention is sent on, and the expensive one abstains "
                   "too.", ""]
@@ -160,7 +238,7 @@ def measure(limit: int | None, progress: bool) -> dict:
     from pipeline.models.registry import default_models
     from pipeline.storage.store import Store
     from tests.support.openai_stub import OpenAIStub, RecordedRequest, Reply
-    from workbench.compare import compare_arms, expensive_model, tier_arms, tiering_verdict
+    from workbench.compare import case_outcomes, compare_arms, expensive_model, tier_arms, tiering_verdict
     from workbench.evaluate import evaluate
     from workbench.golden import load_golden, subset
 
@@ -192,7 +270,7 @@ def measure(limit: int | None, progress: bool) -> dict:
         return reply
 
     models = default_models()
-    summaries, seconds, tiered_run = {}, {}, None
+    summaries, seconds, tiered_run, outcomes = {}, {}, None, {}
     with OpenAIStub() as stub, Store.open(STORE) as store:
         ingest_paths(store, [CORPUS], PipelineConfig(), models, progress=progress)
         stub.respond(CHEAP.split("/", 1)[1], responder(cheap=True))
@@ -205,10 +283,12 @@ def measure(limit: int | None, progress: bool) -> dict:
             evaluation = evaluate(cases, store, models, cfg, nli=False, on_progress=on_progress)
             seconds[arm] = round(time.perf_counter() - started, 1)
             summaries[arm] = evaluation.summary
+            outcomes[arm] = case_outcomes(evaluation.rows)
             if arm == "tiered":
                 tiered_run = evaluation.run
             print(f"{arm}: {len(evaluation.rows)} cases in {seconds[arm]} s", file=sys.stderr)
     rows = compare_arms(summaries, expensive_model(base))
+    arm_extras(rows, outcomes)
     tiered = summaries["tiered"]["tiers"]
     reasons: dict[str, int] = {}
     for tier in tiered["per_tier"]:
@@ -222,6 +302,7 @@ def measure(limit: int | None, progress: bool) -> dict:
         "escalate_on": tiered["escalate_on"], "generated": tiered["generated"], "escalate_reasons": reasons,
         "embedder": summaries["tiered"]["run"]["embedder"], "arms": rows, "verdict": tiering_verdict(rows),
         "seconds_per_arm": seconds, "tiers_summary": tiered, "validator": validator_catch(tiered_run),
+        "paired": paired_arms(outcomes), "outcomes": outcomes,
     }
 
 
@@ -247,10 +328,6 @@ def validator_catch(run) -> dict:
             "caught_by": dict(sorted(caught_by.items())), "escalated_anyway_by": dict(sorted(needless_by.items()))}
 
 
-def _by(counts: dict | None) -> str:
-    return " (" + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")" if counts else ""
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.tiers", description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=None, help="only the first N golden cases")
@@ -269,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
 
         set_torch_threads(args.threads)
         meta = run_meta(model=f"stub-scripted {CHEAP} (cheap) and {EXPENSIVE} (expensive); "
-                              "embedder all-MiniLM-L6-v2")
+                              "embedder all-MiniLM-L6-v2", depends=DEPENDS)
         started = time.perf_counter()
         results = {"meta": meta, **measure(args.limit, sys.stderr.isatty())}
         meta["seconds"] = round(time.perf_counter() - started, 1)

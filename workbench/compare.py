@@ -8,6 +8,11 @@ folded), because the same sentence may carry other marker numbers when the sourc
 Tiered generation (``generate.tiers``): each side's tiers tried and cost are part of the diff, and
 :func:`tier_arms` / :func:`compare_arms` / :func:`tiering_verdict` put "cheap only" and "expensive only" beside
 "tiered" on the same cases (``benchmarks/tiers.py``, the Compare page's presets).
+
+Two runs over the same golden cases (two arms, or two configurations on the Compare page): each case's outcome in
+each run (:func:`case_outcomes`), and per compared rate the paired test on the cases both ran
+(:func:`paired_rates`: exact McNemar on the cases where they differ, paired bootstrap interval of the difference;
+:func:`workbench.metrics.paired_binary`), beside each run's rate with its Wilson interval.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any, Literal
 from pipeline.config import PipelineConfig, TierConfig, get_value, tunables
 from pipeline.generation.tiers import tiers_line, total_cost
 from pipeline.trace import Trace
+from workbench.metrics import PairedTest, paired_binary
 
 Movement = Literal["same", "up", "down", "new", "dropped"]
 
@@ -270,3 +276,77 @@ def tiering_verdict(rows: list[dict]) -> dict:
     t_rate, e_rate = tiered["correct_answer_rate"], expensive["correct_answer_rate"]
     return {"fewer_expensive_calls": tiered["expensive_calls"] < expensive["expensive_calls"],
             "no_lower_correct_rate": None if t_rate is None or e_rate is None else t_rate >= e_rate}
+
+
+# -- two runs over the same cases: paired tests ---------------------------------------------------------------
+
+# the compared rates: name, label, which cases it is a rate of (answerable or not), the outcome counted
+PAIRED_RATES = (("answered", "answered (of answerable)", True, "answered"),
+                ("correct", "correct answers (of answerable; an abstention is not one)", True, "correct"),
+                ("false_answers", "false answers (of unanswerable)", False, "answered"))
+
+
+def case_outcomes(rows) -> dict[str, dict]:
+    """Case id → what one run did with it: answerable, answered, correct (a ``correct`` correctness verdict;
+    None when the run scored no correctness at all), supported and total claims of the validated answer."""
+    scored = any(getattr(r, "correctness", None) is not None for r in rows)
+    out = {}
+    for r in rows:
+        correctness = getattr(r, "correctness", None)
+        out[r.id] = {"answerable": bool(r.answerable), "answered": not r.abstained,
+                     "correct": (not r.abstained and correctness is not None and correctness.verdict == "correct")
+                     if scored else None,
+                     "supported_claims": int(r.supported_claims) if r.supported is not None else None,
+                     "claims": int(r.claims) if r.supported is not None else None}
+    return out
+
+
+@dataclass(frozen=True)
+class PairedRate:
+    """One rate of run A and run B over the same cases, and the paired test of A against B."""
+    name: str
+    label: str
+    test: PairedTest
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "label": self.label, **self.test.to_dict()}
+
+
+def paired_rates(a: dict[str, dict], b: dict[str, dict], resamples: int = 2000,
+                 seed: int = 0) -> tuple[PairedRate, ...]:
+    """Each of :data:`PAIRED_RATES` over the cases both runs have (``case_outcomes`` of each), A minus B; a rate
+    neither run can count (no answerable case, correctness not scored) is left out."""
+    shared = [cid for cid in a if cid in b]
+    out = []
+    for name, label, of_answerable, outcome in PAIRED_RATES:
+        cases = [cid for cid in shared if a[cid]["answerable"] == of_answerable]
+        if not cases or any(a[cid][outcome] is None or b[cid][outcome] is None for cid in cases):
+            continue
+        out.append(PairedRate(name, label, paired_binary([a[cid][outcome] for cid in cases],
+                                                         [b[cid][outcome] for cid in cases], resamples, seed)))
+    return tuple(out)
+
+
+def compare_runs(rows_a, rows_b, resamples: int = 2000, seed: int = 0) -> tuple[PairedRate, ...]:
+    """Two evaluations over the same golden cases (their rows), A against B on every compared rate."""
+    return paired_rates(case_outcomes(rows_a), case_outcomes(rows_b), resamples, seed)
+
+
+def _pct_ci(value: float | None, ci: tuple[float, float]) -> str:
+    return "—" if value is None else f"{100 * value:.1f} % [{100 * ci[0]:.1f}–{100 * ci[1]:.1f}]"
+
+
+def comparison_table(rates: tuple[PairedRate, ...]) -> list[dict[str, object]]:
+    """One row per compared rate, as the Compare page shows it: the cases, each run's rate with its 95 % Wilson
+    interval, A minus B with its 95 % paired bootstrap interval, the cases where only A / only B counted, and the
+    exact McNemar p on those."""
+    rows = []
+    for r in rates:
+        t = r.test
+        low, high = t.difference_ci95 or (0.0, 0.0)
+        rows.append({"rate": r.label, "cases": t.n, "A [95 % CI]": _pct_ci(t.rate_a, t.ci_a()),
+                     "B [95 % CI]": _pct_ci(t.rate_b, t.ci_b()),
+                     "A − B, points [95 % paired bootstrap]": "—" if t.difference is None else
+                     f"{100 * t.difference:+.1f} [{100 * low:+.1f} to {100 * high:+.1f}]",
+                     "only A / only B": f"{t.a_only} / {t.b_only}", "McNemar p (exact)": round(t.p_value, 4)})
+    return rows

@@ -49,6 +49,7 @@ from workbench.golden import (
     load_golden,
     split_path,
 )
+from workbench.metrics import PairedTest, paired_binary, wilson
 from workbench.sweep import (
     FIELDS,
     RULE_KEYS,
@@ -62,6 +63,7 @@ from workbench.sweep import (
     rates,
     recommend,
     sweep,
+    thresholds_of,
 )
 
 RETRIEVAL_SECTIONS = ("embedding", "keyword", "retrieve", "rerank", "rewrite")
@@ -131,7 +133,8 @@ def by_tag(scores, tags: list[tuple[str, ...]], rule: str, thresholds: dict, cfg
         mask = np.array([tag in ts for ts in tags])
         if mask.any():
             ar, far = rates(answered[mask], scores.answerable[mask])
-            out[tag] = {"cases": int(mask.sum()), "answer_rate_answerable": None if np.isnan(ar) else float(ar),
+            out[tag] = {"cases": int(mask.sum()), "unanswerable": int((mask & ~scores.answerable).sum()),
+                        "answer_rate_answerable": None if np.isnan(ar) else float(ar),
                         "false_answer_rate_unanswerable": None if np.isnan(far) else float(far)}
     return out
 
@@ -150,6 +153,31 @@ def _rates(point: dict | None) -> str:
     if not point:
         return "—"
     return f"{_pct(point.get('answer_rate_answerable'))} / {_pct(point.get('false_answer_rate_unanswerable'))}"
+
+
+def _rate_ci(value, n: int) -> str:
+    """``58.0 % [48.2–67.2]``: a rate over ``n`` cases with its 95 % Wilson interval."""
+    if value is None or not n:
+        return _pct(value)
+    low, high = wilson(int(round(value * n)), n)
+    return f"{100 * value:.1f} % [{100 * low:.1f}–{100 * high:.1f}]"
+
+
+def _rates_ci(point: dict | None, answerable: int, unanswerable: int) -> str:
+    """Answered / false answers, each with its Wilson interval over the part's answerable / unanswerable cases."""
+    if not point:
+        return "—"
+    return (f"{_rate_ci(point.get('answer_rate_answerable'), answerable)} / "
+            f"{_rate_ci(point.get('false_answer_rate_unanswerable'), unanswerable)}")
+
+
+def paired_line(pair: dict | None) -> str:
+    """``answered −8.0 points [−14.0 to −2.0], McNemar p 0.0078 (0 vs 8 discordant); false answers ...``: a setting
+    minus the current gate on the same cases (:meth:`workbench.metrics.PairedTest.describe`)."""
+    if not pair:
+        return "—"
+    return "; ".join(f"{label} {PairedTest.from_dict(pair[key]).describe()}"
+                     for label, key in (("answered", "answered"), ("false answers", "false_answers")))
 
 
 def _split_line(r: dict) -> str:
@@ -171,14 +199,17 @@ def render_markdown(report: dict) -> str:
     fit = "tune part" if r["split"]["fitted_on"] == "tune" else "all cases, in-sample"
     lines = ["# Gate threshold sweep", "", _split_line(r), "",
              f"Traces: {r['source']}. False-answer bound: {bound:.0%}. Sweep time: {r['sweep_ms']:.0f} ms.", "",
-             f"Current gate (`signal={r['current_gate']['signal']}`), answered / false answers: "
-             f"{_rates(r['current_gate'])} on the {fit}"
-             + (f"; {_rates(held['current_gate'])} on the held-out test part." if held else "."), "",
+             f"Current gate (`signal={r['current_gate']['signal']}`), answered / false answers [95 % Wilson "
+             f"intervals]: {_rates_ci(r['current_gate'], r['answerable'], r['unanswerable'])} on the {fit}"
+             + (f"; {_rates_ci(held['current_gate'], held['answerable'], held['unanswerable'])} on the held-out "
+                "test part." if held else "."), "",
              f"Per rule, on the {fit}" + ("; 5-fold CV within the tune part; the last column applies the rule's "
                                           "best point to the held-out test part:" if held else ":"), "",
              "| rule | ROC-AUC | current setting → answered / false | best at ≤ bound | answered / false | "
-             "5-fold CV answered / false | best at ≤ 10 % | best at ≤ 20 % | test answered / false |",
-             "|---|---:|---|---|---|---|---|---|---|"]
+             "5-fold CV answered / false | best at ≤ 10 % | best at ≤ 20 % | test answered / false [95 % Wilson] | "
+             "test: best minus the current gate, same cases [95 % paired bootstrap], exact McNemar p |",
+             "|---|---:|---|---|---|---|---|---|---|---|"]
+    n_ans, n_un = r["answerable"], r["unanswerable"]
     for name, x in r["rules"].items():
         keys = RULE_KEYS[name]
         auc = "—" if x.get("roc_auc") is None else f"{x['roc_auc']:.3f}"
@@ -188,29 +219,38 @@ def render_markdown(report: dict) -> str:
             p = x["at_bounds"].get(f"{b:g}")
             return f"{_setting(p, keys)} → {_pct(p['answer_rate_answerable'])}" if p else "none"
 
-        test = _rates((held or {}).get("rules", {}).get(name)) if held else "— (no split)"
-        lines.append(f"| {name} | {auc} | {_setting(cur, keys)} → {_rates(cur)} | {_setting(best, keys)} | "
-                     f"{_rates(best)} | {_rates(cv)} | {at(0.10)} | {at(0.20)} | {test} |")
+        if held:
+            test = _rates_ci(held.get("rules", {}).get(name), held["answerable"], held["unanswerable"])
+            paired = paired_line((held.get("vs_current") or {}).get(name))
+        else:
+            test, paired = "— (no split)", "—"
+        lines.append(f"| {name} | {auc} | {_setting(cur, keys)} → {_rates_ci(cur, n_ans, n_un)} | "
+                     f"{_setting(best, keys)} | {_rates_ci(best, n_ans, n_un)} | {_rates_ci(cv, n_ans, n_un)} | "
+                     f"{at(0.10)} | {at(0.20)} | {test} | {paired} |")
     lines += ["", "## Recommendation", ""]
     if rec.get("signal"):
         cv = rec["cross_validated"]
         if held and rec.get("test"):
             lines.append(f"Set `{' '.join(rec['settings'])}`: on the held-out **test** part it answers "
-                         f"{_pct(rec['test']['answer_rate_answerable'])} of answerable questions with "
-                         f"{_pct(rec['test']['false_answer_rate_unanswerable'])} false answers. On the tune part it "
-                         f"was fitted on: {_rates(rec)} (in-sample); 5-fold cross-validated within the tune part: "
-                         f"{_rates(cv)}.")
+                         f"{_rate_ci(rec['test']['answer_rate_answerable'], held['answerable'])} of answerable "
+                         f"questions with "
+                         f"{_rate_ci(rec['test']['false_answer_rate_unanswerable'], held['unanswerable'])} false "
+                         "answers (95 % Wilson intervals); against the current gate on the same test cases: "
+                         f"{paired_line(rec.get('test_vs_current'))}. On the tune part it "
+                         f"was fitted on: {_rates_ci(rec, n_ans, n_un)} (in-sample); 5-fold cross-validated within "
+                         f"the tune part: {_rates_ci(cv, n_ans, n_un)}.")
         else:
-            lines.append(f"Set `{' '.join(rec['settings'])}`: answers {_pct(rec['answer_rate_answerable'])} of "
-                         f"answerable with {_pct(rec['false_answer_rate_unanswerable'])} false answers on these cases "
-                         f"(in-sample; 5-fold cross-validated {_rates(cv)}).")
+            lines.append(f"Set `{' '.join(rec['settings'])}`: answers {_rate_ci(rec['answer_rate_answerable'], n_ans)}"
+                         f" of answerable with {_rate_ci(rec['false_answer_rate_unanswerable'], n_un)} false answers "
+                         f"on these cases (in-sample; 5-fold cross-validated {_rates_ci(cv, n_ans, n_un)}).")
     else:
         lines.append(rec.get("why", ""))
     where = "the held-out test part" if held else "all cases"
-    lines += ["", f"False-answer rate by kind of unanswerable question, on {where}:", "",
+    lines += ["", f"False-answer rate by kind of unanswerable question, on {where} [95 % Wilson interval]:", "",
               "| setting | " + " | ".join(UNANSWERABLE_TAGS) + " |", "|---|" + "---:|" * len(UNANSWERABLE_TAGS)]
     for label, tags in r["by_tag"].items():
-        lines.append(f"| {label} | " + " | ".join(_pct(tags.get(t, {}).get("false_answer_rate_unanswerable"))
+        lines.append(f"| {label} | " + " | ".join(_rate_ci(tags.get(t, {}).get("false_answer_rate_unanswerable"),
+                                                            tags.get(t, {}).get("unanswerable", 0))
                                                    for t in UNANSWERABLE_TAGS) + " |")
     lines += _evidence_lines(r) + _fit_lines(r)
     lines += ["", "This report never changes the config; apply a setting with `--set` or a config file.", ""]
@@ -242,13 +282,25 @@ def _fit_lines(r: dict) -> list[str]:
              f"({'the tune part' if r['split']['fitted_on'] == 'tune' else 'all cases'}; L2 {f['l2']:g}, "
              f"{'chosen by cross-validated log-loss' if f.get('l2_chosen_by') == 'cross-validation' else 'given'}). "
              f"{f['folds']}-fold cross-validated (coefficients and threshold chosen on the other folds): answered / "
-             f"false {_rates(cv)}, held-out ROC-AUC {auc}; in-sample at the chosen threshold {_rates(f['in_sample'])}."]
+             f"false {_rates_ci(cv, r['answerable'], r['unanswerable'])}, held-out ROC-AUC {auc}; in-sample at the "
+             f"chosen threshold {_rates_ci(f['in_sample'], r['answerable'], r['unanswerable'])}."]
+    held = r.get("held_out") or {}
     if f.get("test"):
-        lines.append(f"On the held-out **test** part: {_rates(f['test'])}.")
+        lines.append(f"On the held-out **test** part: "
+                     f"{_rates_ci(f['test'], held.get('answerable', 0), held.get('unanswerable', 0))}; against the "
+                     f"current gate on the same cases: {paired_line(f.get('test_vs_current'))}.")
     lines += ["", "| coefficient | value |", "|---|---:|"]
     lines += [f"| {name} | {value:g} |" for name, value in f["coefficients"].items()]
     lines += ["", f"Settings: `{' '.join(f['settings'])}`"]
     return lines
+
+
+def vs_current(answered: np.ndarray, current: np.ndarray, answerable: np.ndarray) -> dict:
+    """A setting against the current gate on the same cases, paired (:func:`workbench.metrics.paired_binary`):
+    answered on the answerable cases and answered (a false answer) on the unanswerable ones, each with its exact
+    McNemar p and the paired bootstrap interval of the difference (the setting minus the current gate)."""
+    return {"answered": paired_binary(answered[answerable], current[answerable]).to_dict(),
+            "false_answers": paired_binary(answered[~answerable], current[~answerable]).to_dict()}
 
 
 def _scores(cases: list[GoldenCase], by_id: dict[str, Trace], gate=None) -> Scores:
@@ -289,8 +341,17 @@ def tune_report(cases: list[GoldenCase], by_id: dict[str, Trace], cfg: PipelineC
         report["held_out"]["rules"] = {name: at_setting(test, name, {k: x["best"][k] for k in RULE_KEYS[name]},
                                                         cfg.gate) if x.get("best") else None
                                        for name, x in report["rules"].items()}
+        shipped = test.answers(rule, **thresholds_of(cfg.gate))
+        report["held_out"]["vs_current"] = {
+            name: vs_current(test.answers(name, **{**thresholds_of(cfg.gate),
+                                                   **{k: x["best"][k] for k in RULE_KEYS[name]}}), shipped,
+                             test.answerable) if x.get("best") else None
+            for name, x in report["rules"].items()}
         if rec.get("signal"):
             rec["test"] = at_setting(test, rec["rule"], {k: rec[k] for k in RULE_KEYS[rec["rule"]]}, cfg.gate)
+            rec["test_vs_current"] = vs_current(
+                test.answers(rec["rule"], **{**thresholds_of(cfg.gate), **{k: rec[k] for k in RULE_KEYS[rec["rule"]]}}),
+                shipped, test.answerable)
         tagged, scores_for_tags = held, test
     else:
         scores_for_tags = scores
@@ -309,6 +370,8 @@ def tune_report(cases: list[GoldenCase], by_id: dict[str, Trace], cfg: PipelineC
                 "settings": [f"gate.signal={signal}", *fitted["settings"]]}
             if held:
                 fitted["test"] = rec["test"] = at_setting(rec_scores, "learned", {}, rec_gate)
+                fitted["test_vs_current"] = rec["test_vs_current"] = vs_current(
+                    rec_scores.answers("learned", **thresholds_of(rec_gate)), shipped, test.answerable)
     tags = [c.tags for c in tagged]
     report["by_tag_part"] = "test" if held else "all"
     report["by_tag"] = {f"current ({cfg.gate.signal})": by_tag(scores_for_tags, tags, rule, {}, cfg.gate)}

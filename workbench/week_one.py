@@ -387,9 +387,7 @@ def difference(off: Sequence[Judgement], on: Sequence[Judgement], resamples: int
     shown unflagged in one arm and not in the other. Off's rate minus on's in points over the paired citations, a
     95 % bootstrap interval resampling whole cases (:func:`workbench.metrics.cluster_bootstrap`), and the exact
     McNemar test on the discordant citations (SciPy ``binomtest``)."""
-    from scipy.stats import binomtest
-
-    from workbench.metrics import cluster_bootstrap
+    from workbench.metrics import paired_binary
 
     def bad(j: Judgement) -> bool:
         return j.wrong and not j.flagged
@@ -402,16 +400,14 @@ def difference(off: Sequence[Judgement], on: Sequence[Judgement], resamples: int
         match = on_by_key.get((j.citation.case_id, j.citation.claim, j.citation.marker))
         if match:
             pairs.append((j.citation.case_id, bad(j), bad(match.pop(0))))
-    n = len(pairs)
-    off_only = sum(a and not b for _, a, b in pairs)
-    on_only = sum(b and not a for _, a, b in pairs)
-    diff = np.array([int(a) - int(b) for _, a, b in pairs], dtype=float)
-    low, high = cluster_bootstrap([c for c, _, _ in pairs], lambda idx: float(diff[idx].mean()), resamples,
-                                  seed) if n else (0.0, 0.0)
-    return {"points": round(100 * float(diff.mean()), 2) if n else None,
+    test = paired_binary([a for _, a, _ in pairs], [b for _, _, b in pairs], resamples, seed,
+                         groups=[c for c, _, _ in pairs])
+    n = test.n
+    low, high = test.difference_ci95 or (0.0, 0.0)
+    return {"points": round(100 * test.difference, 2) if n else None,
             "ci95_points": [round(100 * low, 2), round(100 * high, 2)], "paired_citations": n,
-            "unpaired_citations": len(off) + len(on) - 2 * n, "off_only": off_only, "on_only": on_only,
-            "mcnemar_p": float(binomtest(off_only, off_only + on_only).pvalue) if off_only + on_only else 1.0,
+            "unpaired_citations": len(off) + len(on) - 2 * n, "off_only": test.a_only, "on_only": test.b_only,
+            "mcnemar_p": test.p_value,
             "method": "paired: the same citations in both arms; bootstrap interval resampling cases "
                       f"({resamples:,} resamples), exact McNemar test on the discordant citations"}
 

@@ -103,3 +103,23 @@ def test_an_error_clears_the_previous_results(app_env):
     at = _run(at, "What does ERR_TIMEOUT_502 mean?", "only the changes below", "gate.nope=1")
     assert len(at.error) == 1
     assert not any(s.value.startswith("A · config") for s in at.subheader), "no stale results under the error"
+
+
+def test_over_the_golden_set_each_rate_sits_beside_the_paired_test(app_env):
+    """A and B answer the same golden cases; a stricter gate answers no case A abstained on, so every answered
+    case B has, A has too: the paired test counts only A's extra answers."""
+    at = open_app("compare")
+    box = at.selectbox(key="compare.preset")
+    box.set_value(next(o for o in box.options if o.startswith("stricter gate")))
+    at.number_input(key="compare.golden.limit").set_value(12)
+    at.button(key="compare.golden.run").click().run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not errors_of(at)
+    table = next(df.value for df in at.dataframe if "McNemar p (exact)" in df.value.columns)
+    answered = table[table["rate"] == "answered (of answerable)"].iloc[0]
+    only_a, only_b = (int(x) for x in answered["only A / only B"].split(" / "))
+    assert only_b == 0, "B's stricter gate answers nothing A did not"
+    assert re.fullmatch(r"\d+\.\d % \[\d+\.\d–\d+\.\d\]", answered["A [95 % CI]"])
+    assert re.fullmatch(r"[+-]\d+\.\d \[[+-]\d+\.\d to [+-]\d+\.\d\]", answered["A − B, points [95 % paired bootstrap]"])
+    assert 0.0 <= answered["McNemar p (exact)"] <= 1.0 and answered["cases"] >= 1
+    assert "false answers (of unanswerable)" in set(table["rate"])

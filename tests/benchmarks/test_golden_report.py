@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 from benchmarks import golden_report
@@ -27,8 +28,10 @@ def test_the_section_is_deterministic_and_shows_the_files_numbers():
     assert f"| false-answer rate on unanswerable | {100 * test['false_answer_rate_unanswerable']:.1f} % [" in text
     rec = results["tune"]["recommendation"]
     assert " ".join(rec["settings"]) in text
-    assert (f"**{100 * rec['test']['answer_rate_answerable']:.1f} % / "
-            f"{100 * rec['test']['false_answer_rate_unanswerable']:.1f} %** on the test part") in text
+    assert (f"**{100 * rec['test']['answer_rate_answerable']:.1f} % [") in text
+    assert re.search(rf"\*\*{100 * rec['test']['answer_rate_answerable']:.1f} % \[[\d.]+–[\d.]+\] / "
+                     rf"{100 * rec['test']['false_answer_rate_unanswerable']:.1f} % \[[\d.]+–[\d.]+\]\*\* on the "
+                     "test part", text), "the recommendation's held-out rates with their Wilson intervals"
     changed = copy.deepcopy(results)
     changed["parts"]["test"].update(answer_rate_answerable=0.12, answerable=100, false_answer_rate_unanswerable=0.1,
                                     unanswerable=50, correct_answer_rate=0.5, supported_but_wrong_rate=4 / 17)
@@ -79,3 +82,23 @@ def test_the_floors_reference_values_are_the_runs_test_part():
     assert floors["_measured"] == results["floors_measured"]
     assert floors["_measured_on"]["part"] == "test" and floors["_measured_on"]["date"] == results["meta"]["date"]
     assert floors["_measured"]["answer_rate_answerable"] == results["parts"]["test"]["answer_rate_answerable"]
+
+
+def test_each_rule_is_compared_paired_with_the_shipped_defaults_on_the_test_cases():
+    """The held-out comparison of a rule with the shipped defaults is paired: both arms on the same test cases,
+    the defaults' arm being the headline test figures, answered and false answers tested separately."""
+    results = load_results(golden_report.NAME)
+    test, shipped = results["parts"]["test"], results["defaults"]["test"]
+    text = golden_report.render(results)
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
+    for name, rule in results["tune"]["rules"].items():
+        pair = rule["test_vs_shipped"]
+        if pair is None:
+            continue
+        answered, false = pair["answered"], pair["false_answers"]
+        assert (answered["n"], false["n"]) == (test["answerable"], test["unanswerable"])
+        assert answered["rate_b"] == shipped["answer_rate_answerable"] and \
+            false["rate_b"] == shipped["false_answer_rate_unanswerable"], "B is the shipped defaults"
+        assert answered["rate_a"] == rule["test"]["answer_rate_answerable"]
+        assert f"McNemar p {answered['mcnemar_p']:.2g} ({answered['a_only']} vs {answered['b_only']} discordant)" \
+            in rows[name]

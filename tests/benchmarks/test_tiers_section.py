@@ -26,7 +26,7 @@ def test_the_section_is_deterministic_shows_every_arms_numbers_and_says_the_repl
         line = next(ln for ln in text.splitlines() if ln.startswith(f"| {row['arm']} |"))
         assert f"| {row['llm_calls']} | {row['expensive_calls']} |" in line
         if row["correct_answer_rate"] is not None:
-            assert f"| {100 * row['correct_answer_rate']:.1f} % |" in line
+            assert f"| {100 * row['correct_answer_rate']:.1f} % [" in line, "a rate and its Wilson interval"
     changed = copy.deepcopy(results)
     changed["arms"][2]["expensive_calls"] = 4321
     assert "| 4321 |" in tiers.render(changed)
@@ -40,6 +40,30 @@ def test_the_recorded_arms_are_the_same_cases_and_the_verdict_follows_from_the_r
     assert by["cheap only"]["expensive_calls"] == 0
     assert results["verdict"]["fewer_expensive_calls"] == (
         by["tiered"]["expensive_calls"] < by["expensive only"]["expensive_calls"])
+
+
+def test_tiered_is_tested_paired_against_each_single_model_arm_on_the_same_cases():
+    """The paired tests are the recorded per-case outcomes' (recomputed here), the arms' rates are the table's, and
+    the section shows each test."""
+    import pytest
+
+    from workbench.compare import paired_rates
+
+    results = load_results(tiers.NAME)
+    outcomes, by_arm = results["outcomes"], {r["arm"]: r for r in results["arms"]}
+    assert len({frozenset(o) for o in outcomes.values()}) == 1, "every arm answered the same case ids"
+    text = tiers.render(results)
+    assert set(results["paired"]) == {"tiered vs expensive only", "tiered vs cheap only"}
+    for pair, rates in results["paired"].items():
+        first, second = pair.split(" vs ")
+        recorded = {r["name"]: {k: v for k, v in r.items() if k not in ("name", "label")} for r in rates}
+        assert recorded == {r.name: r.test.to_dict() for r in paired_rates(outcomes[first], outcomes[second])}
+        assert {"answered", "correct", "false_answers"} <= set(recorded)
+        answered = recorded["answered"]
+        assert answered["rate_a"] == pytest.approx(by_arm[first]["answer_rate_answerable"], abs=1e-4)
+        assert answered["rate_b"] == pytest.approx(by_arm[second]["answer_rate_answerable"], abs=1e-4)
+        correct = recorded["correct"]
+        assert f"McNemar p {correct['mcnemar_p']:.2g} ({correct['a_only']} vs {correct['b_only']} discordant)" in text
 
 
 def _case(case_id: str, answerable: bool = True) -> GoldenCase:

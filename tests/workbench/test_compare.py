@@ -71,3 +71,54 @@ def test_gate_flip_rewrite_and_claim_verdict_changes():
     summary = diff.summary()
     assert summary[0] == "gate decision: answer → abstain"
     assert "2 claim verdict(s) differ" in summary and "LLM calls: 1 → 0" in summary
+
+
+# -- two runs over the same cases: the paired tests ------------------------------------------------------------
+
+def _row(case_id: str, answerable: bool, answered: bool, verdict: str | None = None):
+    from workbench.correctness import Correctness
+    from workbench.evaluate import EvalRow
+
+    return EvalRow(id=case_id, answerable=answerable, abstained=not answered, gate_score=0.5, gate_scale="learned",
+                   retrieved_doc_ids=(), supported=True if answered else None, llm_calls=int(answered),
+                   claims=2 if answered else 0, supported_claims=1 if answered else 0,
+                   correctness=Correctness(verdict, "test") if answered and verdict else None)
+
+
+def test_two_runs_are_compared_case_by_case_and_only_on_the_cases_both_ran():
+    from workbench.compare import compare_runs
+
+    # A answers 8 of 10 answerable cases, B 4 of the same 10 (B's answered ones are among A's); A answers 1 of 5
+    # unanswerable cases, B none; a case only A ran is left out
+    a = [_row(f"q{i}", True, i < 8, "correct" if i < 6 else "wrong") for i in range(10)]
+    a += [_row(f"u{i}", False, i == 0) for i in range(5)] + [_row("only-a", True, True, "correct")]
+    b = [_row(f"q{i}", True, i < 4, "correct") for i in range(10)] + [_row(f"u{i}", False, False) for i in range(5)]
+    rates = {r.name: r.test for r in compare_runs(a, b)}
+    answered = rates["answered"]
+    assert (answered.n, answered.rate_a, answered.rate_b) == (10, 0.8, 0.4)
+    assert (answered.a_only, answered.b_only) == (4, 0), "only the cases where the two runs differ"
+    assert answered.difference_ci95[0] > 0 and answered.p_value == 0.125   # 4 vs 0: 2 * 0.5**4
+    correct = rates["correct"]
+    assert (correct.rate_a, correct.rate_b) == (0.6, 0.4), "an abstention is not a correct answer"
+    false = rates["false_answers"]
+    assert (false.n, false.a_only, false.b_only, false.p_value) == (5, 1, 0, 1.0)
+
+
+def test_without_correctness_scored_the_correct_rate_is_not_compared():
+    from workbench.compare import compare_runs
+
+    a = [_row(f"q{i}", True, i < 3) for i in range(5)]
+    b = [_row(f"q{i}", True, i < 2) for i in range(5)]
+    assert [r.name for r in compare_runs(a, b)] == ["answered"], "no unanswerable case and nothing scored"
+
+
+def test_the_comparison_table_shows_each_rate_with_its_interval_beside_the_paired_test():
+    from workbench.compare import compare_runs, comparison_table
+
+    a = [_row(f"q{i}", True, i < 8) for i in range(10)]
+    b = [_row(f"q{i}", True, i < 4) for i in range(10)]
+    (row,) = comparison_table(compare_runs(a, b))
+    assert row["rate"] == "answered (of answerable)" and row["cases"] == 10
+    assert row["A [95 % CI]"] == "80.0 % [49.0–94.3]" and row["B [95 % CI]"] == "40.0 % [16.8–68.7]"
+    assert row["A − B, points [95 % paired bootstrap]"].startswith("+40.0 [")
+    assert row["only A / only B"] == "4 / 0" and row["McNemar p (exact)"] == 0.125

@@ -79,7 +79,39 @@ def test_tune_reports_each_single_evidence_signal_as_a_rule_with_its_held_out_ra
         assert held["cases"] == report["held_out"]["cases"], "the rule's best point measured on the test part"
         # its row in the same table as rerank/fused/dense/learned: AUC, best threshold, test-part rates
         assert f"| {fitted['roc_auc']:.3f} |" in rows[name] and f"{name} ≥ " in rows[name]
-        assert rows[name].endswith(f"| {tune._rates(held)} |")
+        assert rows[name].endswith(f"| {tune._rates_ci(held, held['answerable'], held['unanswerable'])} | "
+                                   f"{tune.paired_line(report['held_out']['vs_current'][name])} |")
+
+
+def test_each_rule_is_tested_paired_against_the_current_gate_on_the_test_cases(
+        demo_store_fake, split_golden, tmp_path, capsys):
+    """Answered-on-answerable and false-answer-on-unanswerable separately: the two arms' rates are the ones the
+    table shows for the rule and for the current gate, and the McNemar p reads only the cases they disagree on."""
+    assert _tune(demo_store_fake, split_golden, tmp_path / "p") == 0
+    report = json.loads(capsys.readouterr().out)
+    held = report["held_out"]
+    current = held["current_gate"]
+    compared = 0
+    for name, pair in held["vs_current"].items():
+        if pair is None:
+            assert report["rules"][name]["best"] is None
+            continue
+        compared += 1
+        answered, false = pair["answered"], pair["false_answers"]
+        assert answered["n"] == held["answerable"] and false["n"] == held["unanswerable"]
+        assert answered["rate_a"] == pytest.approx(held["rules"][name]["answer_rate_answerable"])
+        assert answered["rate_b"] == pytest.approx(current["answer_rate_answerable"])
+        assert false["rate_a"] == pytest.approx(held["rules"][name]["false_answer_rate_unanswerable"])
+        assert false["rate_b"] == pytest.approx(current["false_answer_rate_unanswerable"])
+        low, high = answered["difference_ci95"]
+        assert low <= answered["difference"] <= high
+        if answered["a_only"] + answered["b_only"] == 0:
+            assert answered["mcnemar_p"] == 1.0
+    assert compared >= 2
+    rec = report["recommendation"]
+    assert rec["test_vs_current"]["answered"]["rate_a"] == pytest.approx(rec["test"]["answer_rate_answerable"])
+    markdown = (tmp_path / "p" / "report.md").read_text(encoding="utf-8")
+    assert "exact McNemar p" in markdown and "against the current gate on the same test cases: answered " in markdown
 
 
 def test_without_a_split_file_tune_says_its_figures_are_in_sample(demo_store_fake, tmp_path, capsys):

@@ -4,7 +4,10 @@ The presets are built from the configuration A runs with and from what is instal
 change that would do nothing (turning off a reranker that is not installed) is not offered, "stricter" and
 "looser" move the thresholds of the rule the gate actually applies, and turning a retrieval leg off scales
 the fused threshold with the fused scale's new ceiling (one leg halves it), saying so in the label. When A is
-tiered (two or more ``generate.tiers``), B can be "cheap only" or "expensive only" (one tier alone)."""
+tiered (two or more ``generate.tiers``), B can be "cheap only" or "expensive only" (one tier alone).
+
+Over the golden set, A and B answer the same cases and every compared rate sits beside the paired test of the two
+(:func:`render_run_comparison`, from :func:`workbench.compare.comparison_table`)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from pipeline.trace import Message, Trace
 from workbench.app import render, thresholds
 from workbench.app.render import esc
 from workbench.app.thresholds import fmt
-from workbench.compare import TraceDiff, tier_arms
+from workbench.compare import PairedRate, TraceDiff, comparison_table, tier_arms
 
 ONLY_BELOW = "only the changes below"
 
@@ -216,3 +219,20 @@ def _highlight_moves(row: pd.Series) -> list[str]:
     else:
         style = ""
     return [style] * len(row)
+
+
+def b_config(cfg: PipelineConfig, preset_changes: dict[str, object], extra: str) -> PipelineConfig:
+    """B: A plus the preset's changes and the typed ones (ConfigError / ValueError for a bad line or value)."""
+    return cfg.with_overrides({**preset_changes, **parse_overrides(extra)})
+
+
+def render_run_comparison(rates: tuple[PairedRate, ...], cases: int, key: str) -> None:
+    """A and B over the same golden cases: each rate with its interval, beside the paired test of A against B."""
+    if not rates:
+        st.info("A and B have no golden case in common to compare.")
+        return
+    st.markdown(f"**A and B over the same {cases} golden cases.** Each rate with its 95 % Wilson interval; A − B "
+                "with the 95 % paired bootstrap interval (resampling cases) and the exact McNemar p on the cases "
+                "where only one of them counted: a small p says the difference is unlikely to be chance on these "
+                "cases.")
+    st.dataframe(pd.DataFrame(comparison_table(rates)), hide_index=True, key=f"{key}.paired")

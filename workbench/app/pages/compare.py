@@ -1,16 +1,19 @@
-"""Compare: one question under two configurations, side by side, with what changed highlighted."""
+"""Compare: one question under two configurations, side by side, with what changed highlighted; and the two
+configurations over the golden set, every rate beside the paired test of A against B."""
 
 import streamlit as st
 
 from pipeline.config import ConfigError
 from workbench.app import page, resources
 from workbench.app.answer_view import render_answer
-from workbench.app.compare_view import parse_history, parse_overrides, presets, render_diff
+from workbench.app.compare_view import b_config, parse_history, presets, render_diff, render_run_comparison
+from workbench.app.eval_view import DEFAULT_GOLDEN, run_golden
 from workbench.app.render import md
 from workbench.app.trace_view import render_trace
-from workbench.compare import diff_traces
+from workbench.compare import compare_runs, diff_traces
 
 RESULT = "compare.result"
+GOLDEN_RESULT = "compare.golden.result"
 
 cfg, pipe = page.setup("Compare", "Configuration A is the sidebar's; B is A plus the changes chosen here.")
 page.require_corpus(pipe)
@@ -28,7 +31,7 @@ extra = st.text_area("More changes for B (one `stage.key=value` per line)", key=
 if st.button("Run both", type="primary", key="compare.run"):
     st.session_state.pop(RESULT, None)  # an error below must not leave the previous question's results up
     try:
-        cfg_b = cfg.with_overrides({**choices[preset], **parse_overrides(extra)})
+        cfg_b = b_config(cfg, choices[preset], extra)
         history = parse_history(history_text)
     except (ConfigError, ValueError) as exc:
         st.error(md(str(exc)))
@@ -50,3 +53,25 @@ if RESULT in st.session_state:
             st.subheader(f"{name} · config {trace.config_hash}")
             render_answer(trace, key=f"compare.{name}")
             render_trace(trace, key=f"compare.{name}")
+
+st.divider()
+st.subheader("Over the golden set")
+limit = st.number_input("Only the first N golden cases (0 = all)", min_value=0, value=0, step=10,
+                        key="compare.golden.limit")
+if st.button("Run A and B over the golden set", key="compare.golden.run"):
+    st.session_state.pop(GOLDEN_RESULT, None)
+    try:
+        golden_b = b_config(cfg, choices[preset], extra)
+    except (ConfigError, ValueError) as exc:
+        st.error(md(str(exc)))
+        golden_b = None
+    if golden_b is not None:
+        run_a, _ = run_golden(str(DEFAULT_GOLDEN), int(limit), cfg, pipe)
+        run_b, _ = run_golden(str(DEFAULT_GOLDEN), int(limit), golden_b, pipe) if run_a is not None else (None, False)
+        if run_a is not None and run_b is not None:
+            st.session_state[GOLDEN_RESULT] = (run_a.rows, run_b.rows)
+
+if GOLDEN_RESULT in st.session_state:
+    rows_a, rows_b = st.session_state[GOLDEN_RESULT]
+    render_run_comparison(compare_runs(rows_a, rows_b), len({r.id for r in rows_a} & {r.id for r in rows_b}),
+                          key="compare.golden")
