@@ -112,6 +112,19 @@ def _table(name: str, c: dict) -> list[str]:
     return lines + [""]
 
 
+def _paired(results: dict) -> list[str]:
+    """The chosen cut-offs against the shipped ones on the same test questions (right or not): exact McNemar."""
+    shipped, chosen = results["test_shipped"], results["test_chosen"]
+    if "ids" not in shipped:
+        return []
+    from workbench.metrics import paired_binary
+
+    p = paired_binary([i in set(chosen["right"]) for i in chosen["ids"]],
+                      [i in set(shipped["right"]) for i in shipped["ids"]])
+    return [f"Chosen against shipped cut-offs on the same {p.n} test questions: right only with the chosen ones "
+            f"{p.a_only}, only with the shipped ones {p.b_only} (exact McNemar p {p.p_value:.2g}).", ""]
+
+
 def render(results: dict) -> str:
     shipped, chosen = results["shipped"], results["chosen"]
     lines = ["## Abstention cases", "",
@@ -128,6 +141,7 @@ def render(results: dict) -> str:
              f"({results['test_unanswerable']} questions):", ""]
     lines += _table("shipped cut-offs, test part", results["test_shipped"])
     lines += _table("cut-offs chosen on the tune part, test part", results["test_chosen"])
+    lines += _paired(results)
     lines += [f"On all {results['unanswerable']} questions the shipped cut-offs say the right case for "
               f"{results['all_shipped']['correct']} "
               f"({rate_ci(results['all_shipped']['accuracy'], results['all_shipped']['cases'])}).", ""]

@@ -49,6 +49,7 @@ def render(results: dict) -> str:
     for r in rows:
         lines.append(f"| {r['rrf_k']} | {pair_ci(r['shipped_test'])} | {pair_ci(r['shipped_all'])} | "
                      f"{pair_ci(r['previous_all'])} |")
+    lines += _paired(results)
     s = results["spread"]
     lines += ["", f"Largest move of the shipped operating point between any two k (all cases): "
               f"{100 * s['shipped_answer_rate']:.1f} points answered, "
@@ -57,6 +58,36 @@ def render(results: dict) -> str:
               f"{100 * s['previous_false_answer_rate']:.1f} points. The learned rule reads each leg's own top "
               "candidates and does not fit the fused score, so k changes the fused order but not what it reads.", ""]
     return "\n".join(lines)
+
+
+def _paired(results: dict) -> list[str]:
+    """Each k against the shipped k on the same cases (the shipped rule): exact McNemar on the cases only one of the
+    two answered, answerable and unanswerable apart. Empty for a results file without per-case decisions."""
+    from pipeline.config import PipelineConfig
+    from workbench.metrics import paired_binary
+
+    rows, ids = results["by_k"], results.get("case_ids")
+    shipped_k = PipelineConfig().retrieve.rrf_k
+    base = next((r for r in rows if r["rrf_k"] == shipped_k and "answered" in r), None)
+    if ids is None or base is None:
+        return []
+    answerable = set(ids["answerable"])
+    # an unanswerable case no k answered cannot be discordant, so the answered ones are all the test needs
+    every = sorted(answerable | {i for r in rows for i in r["answered"]["shipped"]})
+    out = ["", f"Each k against the shipped k = {shipped_k} on the same cases (all of them, the shipped rule): cases "
+           "only that k / only k = " f"{shipped_k} answered, exact McNemar p:", "",
+           "| rrf_k | answerable: only this / only shipped (p) | unanswerable: only this / only shipped (p) |",
+           "|---:|---|---|"]
+    for r in rows:
+        if r is base:
+            continue
+        cells = []
+        for group in ([i for i in every if i in answerable], [i for i in every if i not in answerable]):
+            mine, theirs = set(r["answered"]["shipped"]), set(base["answered"]["shipped"])
+            p = paired_binary([i in mine for i in group], [i in theirs for i in group])
+            cells.append(f"{p.a_only} / {p.b_only} (p {p.p_value:.2g})")
+        out.append(f"| {r['rrf_k']} | {cells[0]} | {cells[1]} |")
+    return out
 
 
 def _spread(values: list[float]) -> float:
