@@ -60,11 +60,18 @@ def render(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _paired(results: dict) -> list[str]:
-    """Each k against the shipped k on the same cases (the shipped rule): exact McNemar on the cases only one of the
-    two answered, answerable and unanswerable apart. Empty for a results file without per-case decisions."""
-    from pipeline.config import PipelineConfig
+def _mcnemar(a: set, b: set, group: list[str]) -> str:
     from workbench.metrics import paired_binary
+
+    p = paired_binary([i in a for i in group], [i in b for i in group])
+    return f"{p.a_only} / {p.b_only} (p {p.p_value:.2g})"
+
+
+def _paired(results: dict) -> list[str]:
+    """Paired tests on the same cases (all of them): each k against the shipped k under the shipped rule, and at
+    each k the previous default rule against the shipped one; exact McNemar on the cases only one side answered,
+    answerable and unanswerable apart. Empty for a results file without per-case decisions."""
+    from pipeline.config import PipelineConfig
 
     rows, ids = results["by_k"], results.get("case_ids")
     shipped_k = PipelineConfig().retrieve.rrf_k
@@ -72,21 +79,20 @@ def _paired(results: dict) -> list[str]:
     if ids is None or base is None:
         return []
     answerable = set(ids["answerable"])
-    # an unanswerable case no k answered cannot be discordant, so the answered ones are all the test needs
-    every = sorted(answerable | {i for r in rows for i in r["answered"]["shipped"]})
-    out = ["", f"Each k against the shipped k = {shipped_k} on the same cases (all of them, the shipped rule): cases "
-           "only that k / only k = " f"{shipped_k} answered, exact McNemar p:", "",
-           "| rrf_k | answerable: only this / only shipped (p) | unanswerable: only this / only shipped (p) |",
-           "|---:|---|---|"]
+    # an unanswerable case nobody answered cannot be discordant, so the answered ones are all a test needs
+    every = answerable | {i for r in rows for arm in r["answered"].values() for i in arm}
+    groups = (sorted(every & answerable), sorted(every - answerable))
+    out = ["", "Paired, on the same cases (all of them; exact McNemar on the cases only one side answered — only "
+           f"this / only the other (p)): each k against the shipped k = {shipped_k} under the shipped rule, and the "
+           "previous default rule against the shipped rule at the same k:", "",
+           "| rrf_k | k vs shipped k: answerable | k vs shipped k: unanswerable | previous vs shipped rule: "
+           "answerable | previous vs shipped rule: unanswerable |", "|---:|---|---|---|---|"]
     for r in rows:
-        if r is base:
-            continue
-        cells = []
-        for group in ([i for i in every if i in answerable], [i for i in every if i not in answerable]):
-            mine, theirs = set(r["answered"]["shipped"]), set(base["answered"]["shipped"])
-            p = paired_binary([i in mine for i in group], [i in theirs for i in group])
-            cells.append(f"{p.a_only} / {p.b_only} (p {p.p_value:.2g})")
-        out.append(f"| {r['rrf_k']} | {cells[0]} | {cells[1]} |")
+        mine, prev, ship = (set(r["answered"]["shipped"]), set(r["answered"]["previous"]),
+                            set(base["answered"]["shipped"]))
+        vs_k = ["—", "—"] if r is base else [_mcnemar(mine, ship, g) for g in groups]
+        vs_rule = [_mcnemar(prev, mine, g) for g in groups]
+        out.append(f"| {r['rrf_k']} | {vs_k[0]} | {vs_k[1]} | {vs_rule[0]} | {vs_rule[1]} |")
     return out
 
 
