@@ -174,3 +174,42 @@ def rate_ci(rate: float | None, n: int, counts: bool = False) -> str:
     k = int(round(rate * n))
     low, high = wilson(k, n)
     return f"{100 * rate:.1f} % [{100 * low:.1f}–{100 * high:.1f}]" + (f" ({k}/{n})" if counts else "")
+
+
+def configured_models(cfg=None) -> str:
+    """What a run of ``cfg`` (default: the shipped :class:`pipeline.config.PipelineConfig`) reads with, in one
+    sentence for a ``model`` field or a report: the embedder, the reader, the gate rule, the generator and the
+    citation check, each from the configuration and each model with where it resolves offline
+    (:func:`pipeline.models.inventory.check`, which loads what a run would load and downloads nothing) — so the
+    sentence changes when the default does, and says so when a configured model is not here."""
+    from pipeline.config import PipelineConfig
+    from pipeline.models.inventory import check
+
+    cfg = cfg or PipelineConfig()
+    here = {c.key: c for c in check(cfg)}
+
+    def model(key: str) -> str:
+        c = here[key]
+        where = "from " + c.source.split(" (")[0] if c.available else f"{c.status} here: the stage is skipped"
+        return f"`{c.name}` ({where})"
+
+    g = cfg.gate
+    if g.signal == "auto":
+        gate = ("the learned gate (`gate.signal=auto`: the learned combination of the evidence signals, the reader's "
+                "best sentence score among them where the reader ran)")
+    else:
+        threshold = getattr(g, f"confidence_threshold_{g.signal}", None)
+        gate = f"`gate.signal={g.signal}`" + (f" at threshold {threshold}" if threshold is not None else "")
+    reader = (f"reader {model('rerank.model')} over {cfg.rerank.granularity}s, {cfg.rerank.candidates} candidates"
+              if cfg.rerank.enabled else "no reader (`rerank.enabled=false`)")
+    gen = cfg.generate.backend
+    generator = ("the extractive generator" if gen == "extractive" else
+                 f"the local LLM {model('generate.model')}" if gen == "local" else
+                 f"the litellm model `{cfg.generate.model}`")
+    if not cfg.validate.enabled:
+        validation = "no citation check (`validate.enabled=false`)"
+    elif cfg.validate.nli == "off":
+        validation = "the embedding citation check alone (`validate.nli=off`)"
+    else:
+        validation = f"the NLI citation check {model('validate.nli_model')} (`validate.nli={cfg.validate.nli}`)"
+    return (f"embedder {model('embedding.model')}, {reader}, {gate}, {generator}, {validation}")
