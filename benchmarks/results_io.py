@@ -176,19 +176,52 @@ def rate_ci(rate: float | None, n: int, counts: bool = False) -> str:
     return f"{100 * rate:.1f} % [{100 * low:.1f}–{100 * high:.1f}]" + (f" ({k}/{n})" if counts else "")
 
 
-def configured_models(cfg=None) -> str:
+def mcnemar(first, second, unit: str = "cases") -> str:
+    """An A-vs-B comparison of two yes/no outcomes on the same cases: the exact McNemar test, i.e. SciPy's two-sided
+    ``binomtest`` on the discordant pairs — ``exact McNemar p = 0.25 (3 documents yes only in the first, 0 only in
+    the second)``."""
+    from scipy.stats import binomtest
+
+    if len(first) != len(second):
+        raise ValueError(f"a paired test needs the same cases on both sides ({len(first)} vs {len(second)})")
+    only_first = sum(bool(a) and not bool(b) for a, b in zip(first, second, strict=True))
+    only_second = sum(bool(b) and not bool(a) for a, b in zip(first, second, strict=True))
+    discordant = only_first + only_second
+    p = binomtest(only_first, discordant).pvalue if discordant else 1.0
+    return (f"exact McNemar p = {p:.3g} ({only_first} {unit} yes only in the first, {only_second} only in the "
+            f"second, of {len(first)})")
+
+
+def configured_models(cfg=None, models=None) -> str:
     """What a run of ``cfg`` (default: the shipped :class:`pipeline.config.PipelineConfig`) reads with, in one
     sentence for a ``model`` field or a report: the embedder, the reader, the gate rule, the generator and the
     citation check, each from the configuration and each model with where it resolves offline
-    (:func:`pipeline.models.inventory.check`, which loads what a run would load and downloads nothing) — so the
-    sentence changes when the default does, and says so when a configured model is not here."""
+    (:func:`pipeline.models.inventory.check`, which resolves what a run would load and downloads nothing) — so the
+    sentence changes when the default does, and says so when a configured model is not here. With ``models`` (a
+    :class:`pipeline.models.registry.Models` carrying injected models, such as :func:`pipeline.testing.fake_models`)
+    the embedder, reader and NLI check it returns are named instead (loading any it does not inject)."""
     from pipeline.config import PipelineConfig
     from pipeline.models.inventory import check
 
     cfg = cfg or PipelineConfig()
     here = {c.key: c for c in check(cfg)}
 
+    loaded = {}
+    if models is not None:
+        from pipeline.models.resolve import ModelUnavailable
+
+        for key, load in (("embedding.model", lambda: models.embedder(cfg.embedding)),
+                          ("rerank.model", lambda: models.reranker(cfg.rerank)),
+                          ("validate.nli_model", lambda: models.nli(cfg.validate.nli_model))):
+            try:
+                obj = load()
+                loaded[key] = f"`{type(obj).__name__}` ({getattr(obj, 'name', '')}, from {type(obj).__module__})"
+            except ModelUnavailable as exc:
+                loaded[key] = f"none ({str(exc).splitlines()[0]}: the stage is skipped)"
+
     def model(key: str) -> str:
+        if key in loaded:
+            return loaded[key]
         c = here[key]
         where = "from " + c.source.split(" (")[0] if c.available else f"{c.status} here: the stage is skipped"
         return f"`{c.name}` ({where})"
