@@ -17,14 +17,15 @@ Which models produced each count is part of the report, and it is generated, nev
 round's fake stack and the second round's configuration with :func:`benchmarks.results_io.configured_models`, from
 the configuration each runs and the models it loads; the results file keeps those sentences.
 
-Every count of a total is shown with its 95 % Wilson interval by one helper (:func:`_share`, which calls
-:func:`benchmarks.results_io.rate_ci`); the one comparison on the same cases (the local model's raw output against
+Every count of a total is shown with its 95 % Wilson interval by one helper (:func:`_share`, over
+:func:`workbench.metrics.wilson`); the comparisons on the same cases (the local model's raw output against
 what reached the user, the extractive answer asked plainly against with bait) carries an exact McNemar test
 (:func:`benchmarks.results_io.mcnemar`), and dev against held out (different documents) a Fisher exact test.
 
-``reliability.json`` declares what it depends on (:data:`DEPENDS`); ``tests/benchmarks/test_freshness.py`` fails
-once any of it changed since the measurement, and ``--check`` (``make reliability-check``) fails when RELIABILITY.md
-is not what the results file renders.
+``reliability.json`` declares what it depends on (:data:`DEPENDS_PATHS`, :data:`CONFIG_SECTIONS`);
+``tests/benchmarks/test_freshness.py`` fails once any of it changed since the measurement, and ``--check``
+(``make reliability-check``) fails when RELIABILITY.md is not what the results file renders or when a results file it
+quotes is stale.
 """
 
 from __future__ import annotations
