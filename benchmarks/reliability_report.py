@@ -19,7 +19,7 @@ the configuration each runs and the models it loads; the results file keeps thos
 
 Every count of a total is shown with its 95 % Wilson interval by one helper (:func:`_share`, over
 :func:`workbench.metrics.wilson`); the comparisons on the same cases (the local model's raw output against
-what reached the user, the extractive answer asked plainly against with bait) carries an exact McNemar test
+what reached the user, the extractive answer asked plainly against with bait) carry an exact McNemar test
 (:func:`benchmarks.results_io.mcnemar`), and dev against held out (different documents) a Fisher exact test.
 
 ``reliability.json`` declares what it depends on (:data:`DEPENDS_PATHS`, :data:`CONFIG_SECTIONS`);
