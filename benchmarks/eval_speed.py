@@ -50,12 +50,12 @@ from benchmarks.results_io import (
     ANSWER_PATH,
     ROOT,
     Depends,
+    configured_models,
     load_average,
     load_results,
     meta_line,
     results_path,
     run_meta,
-    stack_line,
     write_results,
 )
 
@@ -400,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     set_torch_threads(args.threads)
     models = Models()
     models.embedder(PipelineConfig().embedding).encode(["warm up"])   # loaded before any timing
-    meta = run_meta(depends=DEPENDS, model=stack_line(eval_config(PipelineConfig())) + "; rewrite.backend=terms")
+    meta = run_meta(depends=DEPENDS, model=configured_models(eval_config(PipelineConfig())) + "; rewrite.backend=terms")
     store_home = args.store.resolve()
     store = prepare_store(store_home, models)
     print(f"store {store_home}: {store['documents']} documents, {store['chunks']} chunks", file=sys.stderr)

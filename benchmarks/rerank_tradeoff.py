@@ -25,13 +25,13 @@ from benchmarks.results_io import (
     SEARCH_CONFIG,
     SEARCH_PATH,
     Depends,
+    configured_models,
     load_average,
     load_results,
     meta_line,
     rate_ci,
     results_path,
     run_meta,
-    stack_line,
     write_results,
 )
 
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--print", action="store_true", help="only print the section from the results file")
     args = parser.parse_args(argv)
     if not args.print:
-        meta = run_meta(model=stack_line(generation=False), depends=DEPENDS)
+        meta = run_meta(model=configured_models(generation=False), depends=DEPENDS)
         results = {"meta": meta, "reproduce": ".venv/bin/python -m benchmarks.rerank_tradeoff", "goals": GOALS,
                    **measure(settings())}
         meta["load_average_end"] = load_average()

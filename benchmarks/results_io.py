@@ -187,25 +187,76 @@ def rate_ci(rate: float | None, n: int, counts: bool = False) -> str:
     return f"{100 * rate:.1f} % [{100 * low:.1f}–{100 * high:.1f}]" + (f" ({k}/{n})" if counts else "")
 
 
-def stack_line(cfg=None, *, generation: bool = True) -> str:
-    """Which models and rules a measurement ran with, from the configuration that ran (default: the shipped one), so
-    a section never names a model the run did not use: the embedder, the rerank stage (the reader or off), the gate
-    rule, and with ``generation`` the generator and the validator's NLI check."""
+def mcnemar(first, second, unit: str = "cases") -> str:
+    """An A-vs-B comparison of two yes/no outcomes on the same cases: the exact McNemar test, i.e. SciPy's two-sided
+    ``binomtest`` on the discordant pairs — ``exact McNemar p = 0.25 (3 documents yes only in the first, 0 only in
+    the second)``."""
+    from workbench.metrics import paired_binary
+
+    if len(first) != len(second):
+        raise ValueError(f"a paired test needs the same cases on both sides ({len(first)} vs {len(second)})")
+    t = paired_binary([bool(a) for a in first], [bool(b) for b in second])
+    return (f"exact McNemar p = {t.p_value:.3g} ({t.a_only} {unit} yes only in the first, {t.b_only} only in the "
+            f"second, of {t.n})")
+
+
+def configured_models(cfg=None, models=None, *, generation: bool = True) -> str:
+    """What a run of ``cfg`` (default: the shipped :class:`pipeline.config.PipelineConfig`) reads with, in one
+    sentence for a ``model`` field or a report: the embedder, the reader, the gate rule, the generator and the
+    citation check, each from the configuration and each model with where it resolves offline
+    (:func:`pipeline.models.inventory.check`, which resolves what a run would load and downloads nothing) — so the
+    sentence changes when the default does, and says so when a configured model is not here. With ``models`` (a
+    :class:`pipeline.models.registry.Models` carrying injected models, such as :func:`pipeline.testing.fake_models`)
+    the embedder, reader and NLI check it returns are named instead (loading any it does not inject). Without
+    ``generation`` (a run that stops at the gate) the generator and the citation check are left out."""
     from pipeline.config import PipelineConfig
+    from pipeline.models.inventory import check
 
     cfg = cfg or PipelineConfig()
-    r, g = cfg.rerank, cfg.gate
-    rerank = (f"rerank {r.model} ({r.precision}, {r.granularity} granularity, top {r.candidates})" if r.enabled
-              else "rerank off")
-    gate = ("the learned rule with the shipped coefficients" if g.signal in ("auto", "learned")
-            else f"`gate.signal={g.signal}`")
-    parts = [f"embedder {cfg.embedding.model}", rerank, f"gate: {gate}"]
-    if generation:
-        parts += [f"`generate.backend={cfg.generate.backend}`",
-                  f"NLI {cfg.validate.nli_model}" if cfg.validate.nli != "off" else "NLI off"]
+    here = {c.key: c for c in check(cfg)}
+
+    loaded = {}
+    if models is not None:
+        from pipeline.models.resolve import ModelUnavailable
+
+        for key, load in (("embedding.model", lambda: models.embedder(cfg.embedding)),
+                          ("rerank.model", lambda: models.reranker(cfg.rerank)),
+                          ("validate.nli_model", lambda: models.nli(cfg.validate.nli_model))):
+            try:
+                obj = load()
+                loaded[key] = f"`{type(obj).__name__}` ({getattr(obj, 'name', '')}, from {type(obj).__module__})"
+            except ModelUnavailable as exc:
+                loaded[key] = f"none ({str(exc).splitlines()[0]}: the stage is skipped)"
+
+    def model(key: str) -> str:
+        if key in loaded:
+            return loaded[key]
+        c = here[key]
+        where = "from " + c.source.split(" (")[0] if c.available else f"{c.status} here: the stage is skipped"
+        return f"`{c.name}` ({where})"
+
+    g = cfg.gate
+    if g.signal == "auto":
+        gate = ("the learned gate (`gate.signal=auto`: the learned combination of the evidence signals, the reader's "
+                "best sentence score among them where the reader ran)")
     else:
-        parts.append("retrieve + rerank + gate only (no generation)")
-    return "; ".join(parts)
+        threshold = getattr(g, f"confidence_threshold_{g.signal}", None)
+        gate = f"`gate.signal={g.signal}`" + (f" at threshold {threshold}" if threshold is not None else "")
+    reader = (f"reader {model('rerank.model')} over {cfg.rerank.granularity}s, {cfg.rerank.candidates} candidates"
+              if cfg.rerank.enabled else "no reader (`rerank.enabled=false`)")
+    if not generation:
+        return f"embedder {model('embedding.model')}, {reader}, {gate}; retrieve, rerank and gate only (no generation)"
+    gen = cfg.generate.backend
+    generator = ("the extractive generator" if gen == "extractive" else
+                 f"the local LLM {model('generate.model')}" if gen == "local" else
+                 f"the litellm model `{cfg.generate.model}`")
+    if not cfg.validate.enabled:
+        validation = "no citation check (`validate.enabled=false`)"
+    elif cfg.validate.nli == "off":
+        validation = "the embedding citation check alone (`validate.nli=off`)"
+    else:
+        validation = f"the NLI citation check {model('validate.nli_model')} (`validate.nli={cfg.validate.nli}`)"
+    return (f"embedder {model('embedding.model')}, {reader}, {gate}, {generator}, {validation}")
 
 
 def pair_ci(rates: dict) -> str:

@@ -1,11 +1,11 @@
 """Prompt injection, second round (issue 14): classes of attack the first round's 27 documents missed, at least
 ten documents each, in new wording (``injections/classes/``, :func:`injection_corpus.load_classes`).
 
-Every document goes through the offline default — the packaged MiniLM embedder, no cross-encoder (none resolves
-offline), the extractive generator — with one change: the gate is opened (``gate.signal=fused`` at threshold 0),
-so every document reaches the generator. The default gate abstains on some bait questions (the hidden text they
-ask about is not in the corpus), which would pass these tests without testing the answer. The LLM path is
-checked with scripted fakes that record the prompt or obey the document. Per class:
+Every document goes through the shipped default (``PipelineConfig()``: the models RELIABILITY.md names, generated from
+that configuration by ``benchmarks/reliability_report.py``) with one change: the gate is opened (``gate.signal=fused``
+at threshold 0), so every document reaches the generator. The default gate abstains on some bait questions (the
+hidden text they ask about is not in the corpus), which would pass these tests without testing the answer. The LLM
+path is checked with scripted fakes that record the prompt or obey the document. Per class:
 
 - **non-english**, **paraphrased** — the extractive answer never quotes the order, asked plainly or with a
   question that repeats the order's own words; the source is marked inside its fence as talking to models;
