@@ -81,6 +81,16 @@ def _setting(point: dict | None, keys: list[str]) -> str:
     return ", ".join(f"{k[2:]} ≥ {point[k]:.4g}" for k in keys)
 
 
+def passage_rows(part: dict) -> list[str]:
+    """The passage-level retrieval row (recall@10 and nDCG@10 against the chunks that state the expected answer,
+    :mod:`workbench.relevance`; intervals: bootstrap over cases), or none for a results file measured before it."""
+    if part.get("passage_recall_at_10") is None:
+        return []
+    return [f"| passage recall@10 / nDCG@10 (chunks that state the expected answer; interval: bootstrap over cases) "
+            f"| {_num(part['passage_recall_at_10'])}{_ci(part, 'passage_recall_at_10')} / "
+            f"{_num(part['passage_ndcg_at_10'])}{_ci(part, 'passage_ndcg_at_10')} |"]
+
+
 def render(results: dict) -> str:
     """The BENCHMARKS.md section, from ``benchmarks/results/golden.json`` alone."""
     meta, split, parts = results["meta"], results["split"], results["parts"]
@@ -109,8 +119,9 @@ def render(results: dict) -> str:
         f"{rate_ci(test['false_answer_rate_unanswerable'], test['unanswerable'], True)} |",
         f"| abstention precision / recall | {_num(test['abstention_precision'])}{_ci(test, 'abstention_precision')} / "
         f"{_num(test['abstention_recall'])}{_ci(test, 'abstention_recall')} |",
-        f"| recall@10 (any expected document) / MRR@10 | {_num(test['recall_at_10'])}{_ci(test, 'recall_at_10')} / "
-        f"{_num(test['mrr'])}{_ci(test, 'mrr')} |",
+        f"| hit@10 (any expected document among the top-10 chunks' documents) / MRR@10 | "
+        f"{_num(test['recall_at_10'])}{_ci(test, 'recall_at_10')} / {_num(test['mrr'])}{_ci(test, 'mrr')} |",
+        *passage_rows(test),
         f"| claims supported by their citation (interval: bootstrap over answers) | "
         f"{_pct(test['citation_support_rate'])}{_ci(test, 'citation_support_rate', pct=True)} |",
         f"| correct answers (of answered answerable) | "
