@@ -79,3 +79,16 @@ def test_the_floors_reference_values_are_the_runs_test_part():
     assert floors["_measured"] == results["floors_measured"]
     assert floors["_measured_on"]["part"] == "test" and floors["_measured_on"]["date"] == results["meta"]["date"]
     assert floors["_measured"]["answer_rate_answerable"] == results["parts"]["test"]["answer_rate_answerable"]
+
+
+def test_the_section_calls_the_document_metric_hit_and_shows_passage_level_retrieval_when_measured():
+    results = load_results(golden_report.NAME)
+    text = golden_report.render(results)
+    assert "| hit@10 (any expected document" in text and "recall@10 (any expected document)" not in text
+    changed = copy.deepcopy(results)
+    test = changed["parts"]["test"]
+    test["passage_recall_at_10"], test["passage_ndcg_at_10"] = 0.6123, 0.5432
+    test.setdefault("intervals", {}).update({"passage_recall_at_10": {"ci95": [0.55, 0.67]},
+                                             "passage_ndcg_at_10": {"ci95": [0.48, 0.6]}})
+    assert "| passage recall@10 / nDCG@10 (chunks that state the expected answer; interval: bootstrap over cases) " \
+           "| 0.612 [0.550–0.670] / 0.543 [0.480–0.600] |" in golden_report.render(changed)
