@@ -224,8 +224,19 @@ def _run_live(golden, split, cfg, store_dir: Path, progress: bool):
         return evaluate(golden, store, models, cfg, progress=progress, split=split, part="all")
 
 
-def _run_from(eval_dir: Path, golden, split, cfg):
-    """An evaluation rebuilt from a ``workbench eval --out DIR`` run's traces (correctness re-scored)."""
+def _relevance(cases, cfg, models, store_dir: Path):
+    from pipeline.ingestion.ingest import ingest_paths
+    from pipeline.storage.store import Store
+    from workbench.relevance import case_relevance
+
+    with Store.open(store_dir) as store:
+        ingest_paths(store, [CORPUS], cfg, models, progress=False)
+        return case_relevance(cases, store)
+
+
+def _run_from(eval_dir: Path, golden, split, cfg, store_dir: Path):
+    """An evaluation rebuilt from a ``workbench eval --out DIR`` run's traces (correctness re-scored; the passage
+    labels, :mod:`workbench.relevance`, read from ``store_dir`` with ``golden/corpus`` ingested into it)."""
     from pipeline.models.registry import default_models
     from workbench.evaluate import Evaluation, GoldenRun, eval_config, read_traces, score_correctness, split_block
     from workbench.evaluate import per_split as per_split_figures
@@ -248,7 +259,7 @@ def _run_from(eval_dir: Path, golden, split, cfg):
     models = default_models()
     embedder = models.embedder(cfg.embedding)
     verdicts, judged = score_correctness(run, embedder, models, cfg.validate.nli_model, nli=False)
-    run = dataclasses.replace(run, correctness=verdicts)
+    run = dataclasses.replace(run, correctness=verdicts, relevant=_relevance(cases, cfg, models, store_dir))
     summary = summarise(run.rows, run.traces, tags=golden.tags, nli=previous.get("nli"))
     summary["correctness"] = {**summary["correctness"], **judged}
     summary["run"] = {**previous.get("run", {}), "embedder": getattr(embedder, "name", "")}
@@ -359,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         golden, split = load_golden(GOLDEN), find_split(GOLDEN)
         meta = run_meta(model="pending")
         started = time.perf_counter()
-        evaluation = (_run_from(args.from_dir, golden, split, cfg) if args.from_dir
+        evaluation = (_run_from(args.from_dir, golden, split, cfg, args.store) if args.from_dir
                       else _run_live(golden, split, cfg, args.store, sys.stderr.isatty()))
         results = {"meta": meta, **measure(evaluation, golden, split, cfg)}
         meta["model"] = results["stack"].replace("the offline default — ", "")
