@@ -32,6 +32,7 @@ from pathlib import Path
 
 from benchmarks.results_io import (
     ROOT,
+    Depends,
     load_average,
     load_results,
     meta_line,
@@ -47,6 +48,14 @@ CORPUS = ROOT / "golden" / "corpus"
 FLOORS = ROOT / "golden" / "floors.json"
 STORE = ROOT / "build" / "deploy-gate-store"
 MAX_FALSE_ANSWER_RATE = 0.05
+# the answer path and everything that scores it (with --from, the traces were made by an earlier run whose
+# configuration hash must equal the defaults'; the pipeline code is fingerprinted as it is at this run)
+DEPENDS = Depends(("benchmarks/golden_report.py", "pipeline", "workbench/evaluate.py", "workbench/walk.py",
+                   "workbench/summary.py", "workbench/metrics.py", "workbench/relevance.py", "workbench/correctness.py",
+                   "workbench/tune.py", "workbench/sweep.py", "workbench/floors.py", "workbench/golden.py",
+                   "golden/golden.jsonl", "golden/golden.split.json", "golden/corpus"),
+                  ("chunking", "embedding", "keyword", "ingest", "retrieve", "rerank", "gate", "rewrite", "generate",
+                   "validate"))
 UNANSWERABLE_TAGS = ("off-topic", "hard-unanswerable", "retracted")
 
 
@@ -368,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         set_torch_threads(args.threads)
         cfg = PipelineConfig()
         golden, split = load_golden(GOLDEN), find_split(GOLDEN)
-        meta = run_meta(model="pending")
+        meta = run_meta(model="pending", depends=DEPENDS)
         started = time.perf_counter()
         evaluation = (_run_from(args.from_dir, golden, split, cfg, args.store) if args.from_dir
                       else _run_live(golden, split, cfg, args.store, sys.stderr.isatty()))
