@@ -36,6 +36,8 @@ def _with_shipped(results: dict) -> dict:
            "ndcg10_ci95": [0.5611, 0.6604]}
     paired = {"queries": 300, "mean_difference": -0.0321, "interval": [-0.05, -0.01], "better": 40, "worse": 70,
               "tied": 190, "wilcoxon_p": 0.004, "resamples": 10000, "seed": 0}
+    out["scoring"] = scifact.SCORING
+    out["rows"][0]["ndcg10_ci95"] = [0.61, 0.72]
     out["shipped_chunking"] = {"max_tokens": 220, "overlap_tokens": 30, "chunks": 7107, "rows": [row],
                                "paired": {"fused, default": paired}}
     return out
@@ -46,4 +48,14 @@ def test_the_section_shows_the_shipped_chunking_with_intervals_and_its_paired_te
     assert "**The shipped chunking** (`chunking.max_tokens=220`" in text and "→ 7,107 chunks" in text
     assert "| fused, default (RRF k = 60) | 0.612 [0.561–0.660] | 0.900 |" in text
     assert "| fused, default | -0.0321 | [-0.0500, -0.0100] | 40 / 70 / 190 | 0.004 |" in text
-    assert "trec_eval semantics" in text
+    assert "trec_eval semantics" in text and "| nDCG@10 [95 % bootstrap interval over claims] |" in text
+    assert "| keyword leg (BM25) | " in text and " [0.610–0.720] | " in text
+
+
+def test_a_file_measured_before_the_intervals_claims_neither_intervals_nor_trec_eval_scoring():
+    results = copy.deepcopy(load_results("scifact"))
+    results.pop("scoring", None)
+    for row in results["rows"]:
+        row.pop("ndcg10_ci95", None)
+    text = scifact.render(results)
+    assert "trec_eval semantics" not in text and "bootstrap interval over claims" not in text
