@@ -54,7 +54,7 @@ NAME = "external"
 # the answer path and the evaluation: a change to any of them can move these numbers
 DEPENDS = Depends(("benchmarks/external.py", "benchmarks/ood.py", "pipeline", "workbench/evaluate.py",
                    "workbench/walk.py", "workbench/summary.py", "workbench/correctness.py", "workbench/nli.py",
-                   "workbench/golden.py"),
+                   "workbench/golden.py", "workbench/metrics.py", "workbench/relevance.py"),
                   ("chunking", "embedding", "keyword", "ingest", "retrieve", "rerank", "gate", "rewrite", "generate",
                    "validate"))
 SEED = "external-1"

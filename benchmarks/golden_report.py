@@ -48,13 +48,14 @@ CORPUS = ROOT / "golden" / "corpus"
 FLOORS = ROOT / "golden" / "floors.json"
 STORE = ROOT / "build" / "deploy-gate-store"
 MAX_FALSE_ANSWER_RATE = 0.05
-# what the figures are computed from (golden/floors.json is left out: this report writes its measured values)
-DEPENDS = Depends(paths=("benchmarks/golden_report.py", "pipeline", "workbench/evaluate.py", "workbench/tune.py",
-                         "workbench/sweep.py", "workbench/summary.py", "workbench/metrics.py", "workbench/floors.py",
-                         "workbench/correctness.py", "workbench/golden.py", "golden/golden.jsonl",
-                         "golden/golden.split.json", "golden/corpus"),
-                  config=("chunking", "embedding", "keyword", "retrieve", "rerank", "gate", "rewrite", "generate",
-                          "validate"))
+# the answer path and everything that scores it (with --from, the traces were made by an earlier run whose
+# configuration hash must equal the defaults'; the pipeline code is fingerprinted as it is at this run)
+DEPENDS = Depends(("benchmarks/golden_report.py", "pipeline", "workbench/evaluate.py", "workbench/walk.py",
+                   "workbench/summary.py", "workbench/metrics.py", "workbench/relevance.py", "workbench/correctness.py",
+                   "workbench/tune.py", "workbench/sweep.py", "workbench/floors.py", "workbench/golden.py",
+                   "golden/golden.jsonl", "golden/golden.split.json", "golden/corpus"),
+                  ("chunking", "embedding", "keyword", "ingest", "retrieve", "rerank", "gate", "rewrite", "generate",
+                   "validate"))
 UNANSWERABLE_TAGS = ("off-topic", "hard-unanswerable", "retracted")
 
 
@@ -115,6 +116,16 @@ def _setting(point: dict | None, keys: list[str]) -> str:
     return ", ".join(f"{k[2:]} ≥ {point[k]:.4g}" for k in keys)
 
 
+def passage_rows(part: dict) -> list[str]:
+    """The passage-level retrieval row (recall@10 and nDCG@10 against the chunks that state the expected answer,
+    :mod:`workbench.relevance`; intervals: bootstrap over cases), or none for a results file measured before it."""
+    if part.get("passage_recall_at_10") is None:
+        return []
+    return [f"| passage recall@10 / nDCG@10 (chunks that state the expected answer; interval: bootstrap over cases) "
+            f"| {_num(part['passage_recall_at_10'])}{_ci(part, 'passage_recall_at_10')} / "
+            f"{_num(part['passage_ndcg_at_10'])}{_ci(part, 'passage_ndcg_at_10')} |"]
+
+
 def render(results: dict) -> str:
     """The BENCHMARKS.md section, from ``benchmarks/results/golden.json`` alone."""
     meta, split, parts = results["meta"], results["split"], results["parts"]
@@ -143,8 +154,9 @@ def render(results: dict) -> str:
         f"{rate_ci(test['false_answer_rate_unanswerable'], test['unanswerable'], True)} |",
         f"| abstention precision / recall | {_num(test['abstention_precision'])}{_ci(test, 'abstention_precision')} / "
         f"{_num(test['abstention_recall'])}{_ci(test, 'abstention_recall')} |",
-        f"| recall@10 (any expected document) / MRR@10 | {_num(test['recall_at_10'])}{_ci(test, 'recall_at_10')} / "
-        f"{_num(test['mrr'])}{_ci(test, 'mrr')} |",
+        f"| hit@10 (any expected document among the top-10 chunks' documents) / MRR@10 | "
+        f"{_num(test['recall_at_10'])}{_ci(test, 'recall_at_10')} / {_num(test['mrr'])}{_ci(test, 'mrr')} |",
+        *passage_rows(test),
         f"| claims supported by their citation (interval: bootstrap over answers) | "
         f"{_pct(test['citation_support_rate'])}{_ci(test, 'citation_support_rate', pct=True)} |",
         f"| correct answers (of answered answerable) | "
@@ -258,8 +270,19 @@ def _run_live(golden, split, cfg, store_dir: Path, progress: bool):
         return evaluate(golden, store, models, cfg, progress=progress, split=split, part="all")
 
 
-def _run_from(eval_dir: Path, golden, split, cfg):
-    """An evaluation rebuilt from a ``workbench eval --out DIR`` run's traces (correctness re-scored)."""
+def _relevance(cases, cfg, models, store_dir: Path):
+    from pipeline.ingestion.ingest import ingest_paths
+    from pipeline.storage.store import Store
+    from workbench.relevance import case_relevance
+
+    with Store.open(store_dir) as store:
+        ingest_paths(store, [CORPUS], cfg, models, progress=False)
+        return case_relevance(cases, store)
+
+
+def _run_from(eval_dir: Path, golden, split, cfg, store_dir: Path):
+    """An evaluation rebuilt from a ``workbench eval --out DIR`` run's traces (correctness re-scored; the passage
+    labels, :mod:`workbench.relevance`, read from ``store_dir`` with ``golden/corpus`` ingested into it)."""
     from pipeline.models.registry import default_models
     from workbench.evaluate import Evaluation, GoldenRun, eval_config, read_traces, score_correctness, split_block
     from workbench.evaluate import per_split as per_split_figures
@@ -282,7 +305,7 @@ def _run_from(eval_dir: Path, golden, split, cfg):
     models = default_models()
     embedder = models.embedder(cfg.embedding)
     verdicts, judged = score_correctness(run, embedder, models, cfg.validate.nli_model, nli=False)
-    run = dataclasses.replace(run, correctness=verdicts)
+    run = dataclasses.replace(run, correctness=verdicts, relevant=_relevance(cases, cfg, models, store_dir))
     summary = summarise(run.rows, run.traces, tags=golden.tags, nli=previous.get("nli"))
     summary["correctness"] = {**summary["correctness"], **judged}
     summary["run"] = {**previous.get("run", {}), "embedder": getattr(embedder, "name", "")}
@@ -396,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         golden, split = load_golden(GOLDEN), find_split(GOLDEN)
         meta = run_meta(model="pending", depends=DEPENDS)
         started = time.perf_counter()
-        evaluation = (_run_from(args.from_dir, golden, split, cfg) if args.from_dir
+        evaluation = (_run_from(args.from_dir, golden, split, cfg, args.store) if args.from_dir
                       else _run_live(golden, split, cfg, args.store, sys.stderr.isatty()))
         results = {"meta": meta, **measure(evaluation, golden, split, cfg)}
         meta["model"] = results["stack"].replace("the offline default — ", "")

@@ -16,8 +16,17 @@ cross-encoder rerank of the fused top-100 when a cross-encoder resolves.
 3. The NumPy re-implementation is also run on test for both settings, so the results file shows that the sweep
    ranks settings as the pipeline does.
 
-nDCG@10 uses linear gains (``rel / log2(rank + 1)``), as trec_eval and BEIR do; recall@100 is the share of a
-query's relevant documents in its top 100.
+4. The same legs and fused lists on the **shipped** chunking (the default ``chunking`` config: a long abstract is
+   several chunks), retrieval only; a document is ranked at its best chunk (the max over its chunks,
+   :func:`workbench.metrics.document_ranking`), and each setting is compared with its one-chunk-per-abstract run,
+   paired over the same claims.
+
+Scoring follows trec_eval with ``-c``: every judged test claim counts, and a claim missing from a run (or whose
+run holds none of its documents) scores 0. nDCG@10 uses linear gains (``rel / log2(rank + 1)``), as trec_eval and
+BEIR do; recall@100 is the share of a claim's relevant documents in its top 100; both from
+:mod:`workbench.metrics`. Every nDCG@10 carries a 95 % percentile bootstrap interval over claims; a comparison of
+two runs on the same claims is :func:`workbench.metrics.paired_difference` (bootstrap interval of the mean
+difference, Wilcoxon signed-rank test).
 
 The stores under ``build/`` are reused between runs (ingestion is incremental by content hash); ``--fresh``
 rebuilds them. The run writes ``benchmarks/results/scifact.json``; :func:`render` turns that file into the
@@ -29,17 +38,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
 import shutil
 import statistics
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.results_io import ROOT, load_results, meta_line, run_meta, write_results
+from benchmarks.results_io import ROOT, Depends, load_results, meta_line, run_meta, write_results
 from pipeline.config import PipelineConfig
 from pipeline.context import StageContext
 from pipeline.engine import rerank_stop_at
@@ -49,6 +57,7 @@ from pipeline.models.registry import Models
 from pipeline.models.resolve import ModelUnavailable
 from pipeline.retrieval import rerank, retrieve
 from pipeline.storage.store import Store
+from workbench.metrics import document_ranking, ndcg_at_k, paired_difference, ratio_bootstrap, recall_at_k
 
 NAME = "scifact"
 SECTION = "## Retrieval quality: BEIR SciFact"
@@ -110,34 +119,25 @@ def load_qrels(data: Path, split: str) -> dict[str, dict[str, int]]:
     return qrels
 
 
-# -- metrics (pure) -----------------------------------------------------------------------------------------
+# -- metrics (pure; the formulas are workbench.metrics's) --------------------------------------------------
 
-def ndcg_at_k(ranked: Sequence[str], rels: dict[str, int], k: int = 10) -> float:
-    dcg = sum(rels.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
-    ideal = sorted((r for r in rels.values() if r > 0), reverse=True)[:k]
-    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
-    return dcg / idcg if idcg > 0 else 0.0
-
-
-def recall_at_k(ranked: Sequence[str], rels: dict[str, int], k: int = 100) -> float:
-    relevant = {d for d, r in rels.items() if r > 0}
-    return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
+def per_query(run: dict[str, list[str]], qrels: dict[str, dict[str, int]], metric: str) -> list[float]:
+    """``ndcg10`` or ``recall100`` of every judged query, in sorted query order. A judged query missing from the run
+    (or with nothing relevant) scores 0: trec_eval's ``-c`` averaging over all judged queries."""
+    out = []
+    for q in sorted(qrels):
+        ranked = run.get(q, [])
+        if metric == "ndcg10":
+            value = ndcg_at_k(ranked, qrels[q], 10)
+        else:
+            value = recall_at_k(ranked, [d for d, r in qrels[q].items() if r > 0], 100)
+        out.append(value or 0.0)
+    return out
 
 
 def evaluate(run: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> tuple[float, float]:
-    """Mean nDCG@10 and recall@100 over the queries that have judgements."""
-    qids = [q for q in qrels if q in run]
-    ndcg = sum(ndcg_at_k(run[q], qrels[q]) for q in qids) / len(qids)
-    recall = sum(recall_at_k(run[q], qrels[q]) for q in qids) / len(qids)
-    return ndcg, recall
-
-
-def _doc_order(chunk_doc_ids: Iterable[str]) -> list[str]:
-    """Chunk ranking → document ranking (a document ranks at its best chunk)."""
-    seen: dict[str, None] = {}
-    for doc_id in chunk_doc_ids:
-        seen.setdefault(doc_id, None)
-    return list(seen)
+    """Mean nDCG@10 and recall@100 over every judged query (missing from the run: 0, :func:`per_query`)."""
+    return statistics.fmean(per_query(run, qrels, "ndcg10")), statistics.fmean(per_query(run, qrels, "recall100"))
 
 
 # -- runs ---------------------------------------------------------------------------------------------------
@@ -181,9 +181,9 @@ def collect_runs(queries: dict[str, str], qids: Iterable[str], cfg: PipelineConf
             print(f"query {qid}: retrieval {trace.status}: {trace.reason}", file=sys.stderr)
         by_dense = sorted((c for c in trace.candidates if c.dense_rank), key=lambda c: c.dense_rank)
         by_keyword = sorted((c for c in trace.candidates if c.keyword_rank), key=lambda c: c.keyword_rank)
-        dense[qid] = _doc_order(c.doc_id for c in by_dense)
-        keyword[qid] = _doc_order(c.doc_id for c in by_keyword)
-        fused[qid] = _doc_order(c.doc_id for c in trace.candidates)
+        dense[qid] = document_ranking(c.doc_id for c in by_dense)
+        keyword[qid] = document_ranking(c.doc_id for c in by_keyword)
+        fused[qid] = document_ranking(c.doc_id for c in trace.candidates)
     return LegRuns(dense, keyword, fused, latency)
 
 
@@ -203,30 +203,24 @@ def rerank_run(queries: dict[str, str], qids: Iterable[str], cfg: PipelineConfig
         if rr.status != "ran":
             return None, rr.reason
         doc_of = {c.chunk_id: c.doc_id for c in ret.candidates}
-        head = _doc_order(doc_of[s.chunk_id] for s in rr.candidates)
+        head = document_ranking(doc_of[s.chunk_id] for s in rr.candidates)
         reordered = set(head)
-        out[qid] = head + [d for d in _doc_order(c.doc_id for c in ret.candidates) if d not in reordered]
+        out[qid] = head + [d for d in document_ranking(c.doc_id for c in ret.candidates) if d not in reordered]
     return out, ""
 
 
-def paired(before: dict[str, list[str]], after: dict[str, list[str]], qrels: dict[str, dict[str, int]],
-           seed: int = 0, resamples: int = 10000) -> dict:
+def paired(before: dict[str, list[str]], after: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict:
     """Per-query nDCG@10 of ``after`` minus ``before`` over every judged query (a query missing from a run scores
-    0, as trec_eval does): the mean difference with a 95 % bootstrap interval, queries better / worse / tied, and
-    the Wilcoxon signed-rank test's two-sided p (scipy; tied queries dropped, its default)."""
-    import numpy as np
-    from scipy.stats import wilcoxon
+    0, as trec_eval does): :func:`workbench.metrics.paired_difference` (mean difference, 95 % bootstrap interval,
+    queries better / worse / tied, Wilcoxon signed-rank p)."""
+    out = paired_difference(per_query(before, qrels, "ndcg10"), per_query(after, qrels, "ndcg10"))
+    return {"queries": out.pop("cases"), **out}
 
-    qids = sorted(qrels)
-    diff = np.array([ndcg_at_k(after.get(q, []), qrels[q]) - ndcg_at_k(before.get(q, []), qrels[q]) for q in qids])
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, len(diff), size=(resamples, len(diff)))].mean(axis=1)
-    nonzero = diff[diff != 0]
-    p = float(wilcoxon(nonzero).pvalue) if len(nonzero) else 1.0
-    return {"queries": len(qids), "mean_difference": float(diff.mean()),
-            "interval": [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))],
-            "better": int((diff > 0).sum()), "worse": int((diff < 0).sum()), "tied": int((diff == 0).sum()),
-            "wilcoxon_p": p, "resamples": resamples, "seed": seed}
+
+def ndcg_interval(run: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> list[float]:
+    """The 95 % percentile bootstrap interval of mean nDCG@10, resampling the judged claims."""
+    values = per_query(run, qrels, "ndcg10")
+    return [round(v, 4) for v in ratio_bootstrap(values, [1.0] * len(values))]
 
 
 # -- report (pure: everything from the results file) -------------------------------------------------------
@@ -252,6 +246,9 @@ def render(results: dict) -> str:
     lines = [SECTION, "",
              meta_line(r["meta"]) + " Reproduce: `make bench-quality` (= `.venv/bin/python -m benchmarks.scifact`; "
              "`--fresh` rebuilds the stores), then `make report`.", ""]
+    if r.get("scoring") == SCORING:
+        lines += [f"Scoring: trec_eval semantics (`-c`): all {r['test_queries']} judged test claims count, a claim "
+                  "missing from a run scores 0; nDCG@10 with linear gains, recall@100 of the judged documents.", ""]
     lines += [f"Corpus: {r['documents']:,} abstracts → {r['chunks']:,} chunks (one per abstract: "
               f"`chunking.max_tokens={cfg['chunking_max_tokens']}`, title + abstract indexed). The corpus and "
               f"claim vectors are encoded once and cached under `build/` ({ingest['encoded_this_run']:,} texts "
@@ -263,15 +260,17 @@ def render(results: dict) -> str:
               f"shipped config (BM25 k1 = {cfg['bm25_k1']:g}, b = {cfg['bm25_b']:g}, title and abstract as one "
               f"field, RRF k = {r['default_fusion']['k']}). Tuned: {_settings(tuned['overrides'])}, chosen on "
               f"the {r['train_queries']} train claims only:", "",
-              "| system | nDCG@10 | recall@100 | published nDCG@10 |", "|---|---:|---:|---|"]
+              f"| system | nDCG@10{_ci_header(r['rows'])} | recall@100 | published nDCG@10 |", "|---|---:|---:|---|"]
     for row in r["rows"]:
         recall = "—" if row["recall100"] is None else f"{row['recall100']:.3f}"
-        lines.append(f"| {row['label']} | {_metric(row['ndcg10'])} | {recall} | {_published(pub.get(row['key']))} |")
+        lines.append(f"| {row['label']} | {_metric(row['ndcg10'])}{_ci(row)} | {recall} | "
+                     f"{_published(pub.get(row['key']))} |")
     lines += ["", "Published anchors: " + "; ".join(f"{_published(p)} ({p['source']})" for p in pub.values())
               + ". Ours use the project's own tokenizer (identifier-preserving, plural stemming only)."]
     if r.get("rerank_reason"):
         lines += ["", f"Fused + rerank: not available offline — {r['rerank_reason']}"]
     lines += _rerank_lines(r)
+    lines += shipped_lines(r)
     bm25, fusion = tuning["bm25"], tuning["fusion"]
     base = tuning["bm25_default"]
     lines += ["", f"**Tuning on the {r['train_queries']} train claims** (NumPy over the cached vectors and the "
@@ -297,6 +296,42 @@ def render(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _ci_header(rows: list[dict]) -> str:
+    return " [95 % bootstrap interval over claims]" if any(row.get("ndcg10_ci95") for row in rows) else ""
+
+
+def _ci(row: dict) -> str:
+    ci = row.get("ndcg10_ci95")
+    return f" [{ci[0]:.3f}–{ci[1]:.3f}]" if ci else ""
+
+
+def _paired_row(name: str, p: dict) -> str:
+    lo, hi = p["interval"]
+    return (f"| {name} | {p['mean_difference']:+.4f} | [{lo:+.4f}, {hi:+.4f}] | {p['better']} / {p['worse']} / "
+            f"{p['tied']} | {p['wilcoxon_p']:.3g} |")
+
+
+def shipped_lines(r: dict) -> list[str]:
+    """The shipped chunking's rows and their paired comparison with one chunk per abstract."""
+    sc = r.get("shipped_chunking")
+    if not sc:
+        return []
+    out = ["", f"**The shipped chunking** (`chunking.max_tokens={sc['max_tokens']}`, "
+           f"`overlap_tokens={sc['overlap_tokens']}`: {r['documents']:,} abstracts → {sc['chunks']:,} chunks; "
+           "retrieval only, a document ranked at its best chunk, so the top 100 chunks can hold fewer than 100 "
+           "documents). Test split, same claims and scoring:", "",
+           "| system | nDCG@10 [95 % bootstrap interval over claims] | recall@100 |", "|---|---:|---:|"]
+    out += [f"| {row['label']} | {_metric(row['ndcg10'])}{_ci(row)} | {row['recall100']:.3f} |" for row in sc["rows"]]
+    first = next(iter(sc["paired"].values()))
+    out += ["", f"Shipped chunking minus one chunk per abstract, paired over the same {first['queries']} claims "
+            f"(per-claim nDCG@10 difference; 95 % bootstrap interval of the mean, {first['resamples']:,} resamples; "
+            "Wilcoxon signed-rank, two-sided, tied claims dropped):", "",
+            "| fused list | mean difference | 95 % interval | better / worse / tied | Wilcoxon p |",
+            "|---|---:|---|---|---:|"]
+    out += [_paired_row(name, p) for name, p in sc["paired"].items()]
+    return out
+
+
 def _rerank_lines(r: dict) -> list[str]:
     """The rerank rows against the lists they reorder: a paired comparison over the same test claims."""
     rr = r.get("rerank") or {}
@@ -310,10 +345,7 @@ def _rerank_lines(r: dict) -> list[str]:
            f"queries are claims, so this measures how it travels, not what it was trained for:", "",
            "| fused list | mean difference | 95 % interval | better / worse / tied | Wilcoxon p |",
            "|---|---:|---|---|---:|"]
-    for name, p in rr["paired"].items():
-        lo, hi = p["interval"]
-        out.append(f"| {name} | {p['mean_difference']:+.4f} | [{lo:+.4f}, {hi:+.4f}] | {p['better']} / "
-                   f"{p['worse']} / {p['tied']} | {p['wilcoxon_p']:.3g} |")
+    out += [_paired_row(name, p) for name, p in rr["paired"].items()]
     by_key = {row["key"]: row for row in r["rows"]}
     best = max((by_key[k] for k in ("rerank", "rerank_tuned") if k in by_key and by_key[k]["ndcg10"] is not None),
                key=lambda row: row["ndcg10"], default=None)
@@ -341,10 +373,27 @@ def verdict(r: dict) -> str:
 
 def _scores(run: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict:
     ndcg, recall = evaluate(run, qrels)
-    return {"ndcg10": ndcg, "recall100": recall}
+    return {"ndcg10": ndcg, "recall100": recall, "ndcg10_ci95": ndcg_interval(run, qrels)}
+
+
+def leg_rows(runs: LegRuns, tuned: LegRuns, tuned_label: str, default_label: str, prefix: str = "",
+             qrels: dict | None = None) -> list[dict]:
+    """One row per leg and fused list (the keyword leg under both BM25 settings), scored on ``qrels``."""
+    return [{"key": prefix + key, "label": label, **_scores(run, qrels)}
+            for key, label, run in (("keyword", "keyword leg (BM25)", runs.keyword),
+                                    ("keyword_tuned", "keyword leg (BM25, tuned)", tuned.keyword),
+                                    ("dense", "dense leg (MiniLM)", runs.dense),
+                                    ("fused", default_label, runs.fused),
+                                    ("fused_tuned", tuned_label, tuned.fused))]
 
 
 TARGET = {"ndcg10": 0.74, "recall100": 0.95}
+SCORING = "trec_eval -c"   # every judged claim counts; one missing from a run scores 0
+SHIPPED_OVERRIDES = {"ingest.passage_vectors": False}   # the shipped chunking: only passage vectors are left off
+DEPENDS = Depends(("benchmarks/scifact.py", "benchmarks/scifact_tune.py", "pipeline/retrieval", "pipeline/ingestion",
+                   "pipeline/text", "pipeline/models", "pipeline/storage", "pipeline/engine.py", "pipeline/trace.py",
+                   "workbench/metrics.py"),
+                  ("chunking", "embedding", "keyword", "ingest", "retrieve", "rerank", "gate"))
 VECTOR_CACHE = ROOT / "build" / "scifact-vectors.npz"
 
 
@@ -361,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.models.encoders import set_torch_threads
 
     set_torch_threads(2)
-    meta = run_meta(model=f"{EMBEDDER}; cross-encoder: not resolved")
+    meta = run_meta(model=f"{EMBEDDER}; cross-encoder: not resolved", depends=DEPENDS)
     data = locate_data()
     corpus, queries = load_corpus(data), load_queries(data)
     qrels_test, qrels_train = load_qrels(data, "test"), load_qrels(data, "train")
@@ -410,12 +459,27 @@ def main(argv: list[str] | None = None) -> int:
     rc = cfg.retrieve
     tuned_label = f"fused, tuned ({best['fusion']}; BM25 k1 = {best['k1']:g}, b = {best['b']:g}, title weight " \
                   f"{best['heading_weight']:g})"
-    rows = [{"key": key, "label": label, **_scores(run, qrels_test)}
-            for key, label, run in (("keyword", "keyword leg (BM25)", runs["default"].keyword),
-                                    ("keyword_tuned", "keyword leg (BM25, tuned)", runs["tuned"].keyword),
-                                    ("dense", "dense leg (MiniLM)", runs["default"].dense),
-                                    ("fused", f"fused, default (RRF k = {rc.rrf_k})", runs["default"].fused),
-                                    ("fused_tuned", tuned_label, runs["tuned"].fused))]
+    default_label = f"fused, default (RRF k = {rc.rrf_k})"
+    rows = leg_rows(runs["default"], runs["tuned"], tuned_label, default_label, qrels=qrels_test)
+
+    # 4. the shipped chunking (a long abstract is several chunks; a document ranks at its best chunk)
+    shipped, shipped_chunks = {}, 0
+    base = PipelineConfig().with_overrides(SHIPPED_OVERRIDES)
+    shipped_same = base.with_overrides(overrides).keyword == base.keyword
+    for name, config in (("default", base), ("tuned", base.with_overrides(overrides))):
+        home = args.store.with_name(args.store.name + ("-shipped" if name == "default" or shipped_same
+                                                      else "-shipped-tuned"))
+        store, ingest_s[f"shipped_{name}"] = open_store(home, args.fresh and not (name == "tuned" and shipped_same),
+                                                        corpus, config, ingest_models)
+        try:
+            shipped[name] = collect_runs(queries, test_ids, config, store, models)
+            shipped_chunks = store.chunk_count()
+        finally:
+            store.close()
+    shipped_rows = leg_rows(shipped["default"], shipped["tuned"], tuned_label, default_label, "shipped_", qrels_test)
+    chunking_paired = {label: paired(one[name].fused, shipped[name].fused, qrels_test)
+                       for label, name, one in (("fused, default", "default", runs),
+                                                ("fused, tuned", "tuned", runs))}
     rerank_label = f"rerank ({cfg.rerank.model}, {cfg.rerank.granularity} granularity, {cfg.rerank.order} order, " \
                    f"top {candidates})"
     paired_tests = {}
@@ -438,7 +502,9 @@ def main(argv: list[str] | None = None) -> int:
         "config": {"overrides": BENCH_OVERRIDES, "chunking_max_tokens": cfg.chunking.max_tokens,
                    "bm25_k1": cfg.keyword.k1, "bm25_b": cfg.keyword.b, "embedding_batch_size": cfg.embedding.batch_size,
                    "dense_top_k": rc.dense_top_k, "keyword_top_k": rc.keyword_top_k},
-        "documents": len(corpus), "chunks": chunks,
+        "documents": len(corpus), "chunks": chunks, "scoring": SCORING,
+        "shipped_chunking": {"max_tokens": base.chunking.max_tokens, "overlap_tokens": base.chunking.overlap_tokens,
+                             "chunks": shipped_chunks, "rows": shipped_rows, "paired": chunking_paired},
         "ingest": {"encoded_this_run": cached.encoded, "vector_cache": str(VECTOR_CACHE.relative_to(ROOT)),
                    "ingest_seconds": ingest_s},
         "test_queries": len(test_ids), "test_qrels": sum(len(v) for v in qrels_test.values()),

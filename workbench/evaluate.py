@@ -27,8 +27,10 @@ Method:
    (:meth:`~pipeline.engine.Pipeline.resume`) and its encoded vectors, and asks only the gate onwards: what the
    app's Evaluate page does when only a threshold changed.
 3. One row per case (:func:`build_row`) and a summary (:mod:`workbench.summary`): answer rate on answerable,
-   false-answer rate on unanswerable, abstention precision/recall, recall@10 (hit: ANY expected document
-   in the documents of the top-10 ranked chunks; and the fraction-of-expected variant), MRR@10, citation
+   false-answer rate on unanswerable, abstention precision/recall, hit@10 (ANY expected document in the
+   documents of the top-10 ranked chunks; the summary key is ``recall_at_10``, kept for the floors files and
+   scripts that read it; and the fraction-of-expected variant), MRR@10, passage-level recall@10 and nDCG@10 (the
+   top-10 chunks against the chunks that state the expected answer, :mod:`workbench.relevance`), citation
    support, fabricated markers, LLM calls made and saved, latency per stage, NLI support when an NLI
    model resolves (:mod:`workbench.nli`), and a per-tag breakdown. Each answered case also gets an answer
    correctness verdict against its ``expected_answer`` (:mod:`workbench.correctness`: token recall with exact
@@ -77,8 +79,9 @@ from workbench import walk
 from workbench.correctness import Correctness, score_case, semantic_match
 from workbench.golden import GoldenCase, GoldenSet, GoldenSplit, find_split, load_golden, select, subset
 from workbench.memo import MemoEmbedder, TextRecorder
-from workbench.metrics import document_ranking, hit_at_k, rate, recall_at_k, reciprocal_rank, round_or_none
+from workbench.metrics import document_ranking, hit_at_k, ndcg_at_k, rate, recall_at_k, reciprocal_rank, round_or_none
 from workbench.nli import from_validator, nli_support
+from workbench.relevance import case_relevance
 from workbench.summary import part_figures, render_summary, summarise
 
 TOP_K = 10
@@ -137,6 +140,9 @@ class EvalRow:
     hit_at_10: bool | None = None
     recall_at_10: float | None = None
     reciprocal_rank: float | None = None
+    relevant_chunks: int | None = None          # chunks that state the expected answer (workbench.relevance)
+    passage_recall_at_10: float | None = None   # share of them among the top-10 ranked chunks
+    passage_ndcg_at_10: float | None = None     # nDCG@10 of the chunk ranking against them (binary gains)
     claims: int = 0
     supported_claims: int = 0
     unsupported_claims: int = 0
@@ -161,7 +167,11 @@ def abstained_by(trace: Trace) -> str:
     return ""
 
 
-def build_row(case: GoldenCase, trace: Trace, correctness: Correctness | None = None) -> EvalRow:
+def build_row(case: GoldenCase, trace: Trace, correctness: Correctness | None = None,
+              relevant: Sequence[str] | None = None) -> EvalRow:
+    """One case's row; ``relevant``: the chunks that state its expected answer (:mod:`workbench.relevance`), for
+    the passage-level metrics (None: not labelled, they stay None)."""
+    chunks = [c.chunk_id for c in trace.ranked_candidates()[:TOP_K]]
     docs = tuple(document_ranking(c.doc_id for c in trace.ranked_candidates()[:TOP_K]))
     val = trace.validation
     validated = val.status == "ran" and bool(val.claims)
@@ -177,6 +187,9 @@ def build_row(case: GoldenCase, trace: Trace, correctness: Correctness | None = 
         hit_at_10=hit_at_k(docs, expected, TOP_K) if expected else None,
         recall_at_10=recall_at_k(docs, expected, TOP_K) if expected else None,
         reciprocal_rank=reciprocal_rank(docs, expected, TOP_K) if expected else None,
+        relevant_chunks=len(relevant) if relevant else None,
+        passage_recall_at_10=recall_at_k(chunks, relevant, TOP_K) if relevant else None,
+        passage_ndcg_at_10=ndcg_at_k(chunks, relevant, TOP_K) if relevant else None,
         claims=len(val.claims) if val.status == "ran" else 0, supported_claims=val.supported,
         unsupported_claims=val.unsupported, uncited_claims=val.uncited,
         fabricated_markers=len(val.fabricated_markers), llm_calls_saved=trace.llm_calls_saved,
@@ -204,6 +217,7 @@ class GoldenRun:
     golden_problems: tuple[str, ...] = ()  # bad lines of the golden file
     rejected: tuple[str, ...] = ()         # "case ID (line N): why" for each question the pipeline rejected
     correctness: tuple[Correctness | None, ...] = ()  # per case, when scored (:func:`score_correctness`)
+    relevant: tuple[tuple[str, ...] | None, ...] = ()  # per case, its relevant chunks (workbench.relevance)
     batched: bool = False                  # walked in blocks of BATCH_CASES (run_cases(batch=True))
     reused: int = 0                        # cases whose rewrite, retrieval and rerank came from an earlier run
 
@@ -214,7 +228,9 @@ class GoldenRun:
     @cached_property
     def rows(self) -> tuple[EvalRow, ...]:
         verdicts = self.correctness or (None,) * len(self.cases)
-        return tuple(build_row(c, t, v) for c, t, v in zip(self.cases, self.traces, verdicts, strict=True))
+        relevant = self.relevant or (None,) * len(self.cases)
+        return tuple(build_row(c, t, v, r)
+                     for c, t, v, r in zip(self.cases, self.traces, verdicts, relevant, strict=True))
 
     def by_id(self) -> dict[str, Trace]:
         return {c.id: t for c, t in zip(self.cases, self.traces, strict=True)}
@@ -368,7 +384,7 @@ def evaluate(golden: GoldenSet, store: Store, models: Models, cfg: PipelineConfi
         {"status": "off", "model": pipeline.cfg.validate.nli_model, "reason": "--no-nli", "support_rate": None,
          "agreement": None}
     verdicts, judged = score_correctness(run, memo, models, pipeline.cfg.validate.nli_model, nli)
-    run = dataclasses.replace(run, correctness=verdicts)
+    run = dataclasses.replace(run, correctness=verdicts, relevant=case_relevance(run.cases, store))
     summary = summarise(run.rows, run.traces, tags=golden.tags, nli=nli_block)
     summary["correctness"] = {**summary["correctness"], **judged}
     summary["run"] = {"golden": golden.path, "cases": len(run.rows), "seconds": round(run.seconds, 1),

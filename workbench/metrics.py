@@ -3,7 +3,11 @@
 - **Retrieval** over a document ranking (distinct documents in the order of their best chunk):
   hit@k ("any expected document in the top k" — the golden set lists every document that states an answer,
   so a fraction of all of them is capped below 1 for facts repeated across the corpus; both are given),
-  recall@k as that fraction, and the reciprocal rank of the first expected document.
+  recall@k as that fraction, and the reciprocal rank of the first expected document. The same recall and
+  :func:`ndcg_at_k` serve a passage (chunk) ranking against a set of relevant chunks, and SciFact's graded
+  judgements.
+- **Paired comparisons** of two settings on the same cases (:func:`paired_difference`): the mean difference with a
+  bootstrap interval over cases and the Wilcoxon signed-rank test (SciPy).
 - **Rates** return ``None`` when the denominator is empty, never a made-up 0 or 1.
 - **ROC-AUC** from scikit-learn's ``roc_auc_score`` (ties count one half): the probability that a random positive
   scores above a random negative (Hanley & McNeil, Radiology 1982). A NaN score is an error, not a number.
@@ -16,7 +20,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -44,6 +48,46 @@ def reciprocal_rank(ranked_docs: Sequence[str], expected: Iterable[str], k: int 
         if doc_id in wanted:
             return 1.0 / rank
     return 0.0
+
+
+def ndcg_at_k(ranked: Sequence[str], gains: Mapping[str, float] | Iterable[str], k: int = 10) -> float | None:
+    """nDCG@k with linear gains, ``gain / log2(rank + 1)`` (Järvelin & Kekäläinen, TOIS 2002; trec_eval's
+    ``ndcg_cut`` and BEIR use the same form): ``gains`` maps an id to its graded relevance, or is a plain collection
+    of relevant ids (gain 1 each). An id ranked twice counts once, at its first rank. None when nothing is relevant
+    (the ideal ranking scores 0), so a caller decides what a query without a relevant item counts as."""
+    graded = dict(gains) if isinstance(gains, Mapping) else dict.fromkeys(gains, 1.0)
+    ideal = sorted((g for g in graded.values() if g > 0), reverse=True)[:k]
+    idcg = sum(g / np.log2(rank + 1) for rank, g in enumerate(ideal, 1))
+    if idcg <= 0:
+        return None
+    dcg = sum(graded.get(item, 0) / np.log2(rank + 1)
+              for rank, item in enumerate(dict.fromkeys(ranked[:k]), 1))
+    return float(dcg / idcg)
+
+
+def paired_difference(before: Sequence[float], after: Sequence[float], resamples: int = 10000,
+                      seed: int = 0, confidence: float = 0.95) -> dict:
+    """``after`` minus ``before`` on the same cases (one value per case from each arm): the mean difference with a
+    percentile bootstrap interval resampling cases (SciPy's ``bootstrap``), the cases better / worse / tied, and the
+    two-sided Wilcoxon signed-rank p (SciPy; tied cases dropped, its default; 1.0 when every case ties)."""
+    from scipy.stats import bootstrap, wilcoxon
+
+    a = np.asarray(before, dtype=np.float64)
+    b = np.asarray(after, dtype=np.float64)
+    if a.shape != b.shape or a.size == 0:
+        raise ValueError(f"paired_difference needs one value per case from each arm; got {a.shape} and {b.shape}")
+    diff = b - a
+    if np.ptp(diff) == 0:   # a constant difference: every resample has the same mean
+        low = high = float(diff[0])
+    else:
+        ci = bootstrap((diff,), np.mean, n_resamples=resamples, confidence_level=confidence, method="percentile",
+                       random_state=np.random.default_rng(seed)).confidence_interval
+        low, high = float(ci.low), float(ci.high)
+    nonzero = diff[diff != 0]
+    return {"cases": int(diff.size), "mean_difference": float(diff.mean()), "interval": [low, high],
+            "better": int((diff > 0).sum()), "worse": int((diff < 0).sum()), "tied": int((diff == 0).sum()),
+            "wilcoxon_p": float(wilcoxon(nonzero).pvalue) if nonzero.size else 1.0,
+            "resamples": resamples, "seed": seed}
 
 
 def rate(numerator: int, denominator: int) -> float | None:

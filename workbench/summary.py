@@ -7,9 +7,14 @@ Definitions (every rate is ``None`` when its denominator is empty):
   unanswerable cases. "Answered" means not abstained (gate decision, or the exact abstention sentence).
 - ``abstention_precision``: abstentions on unanswerable / all abstentions; ``abstention_recall``:
   abstentions on unanswerable / unanswerable cases (= 1 - false-answer rate).
-- ``recall_at_10``: answerable cases with ANY expected document among the documents of the top-10 ranked
-  chunks (hit rate); ``recall_at_10_fraction``: mean share of the expected documents found there;
-  ``mrr``: mean reciprocal rank of the first expected document in that top-10 document list (0 if absent).
+- ``recall_at_10`` is **hit@10** (shown so): answerable cases with ANY expected document among the documents of
+  the top-10 ranked chunks. The key keeps its first name because ``golden/floors.json``, the floor history and
+  scripts read it (keys are never renamed); every display calls it hit@10. ``recall_at_10_fraction``: mean share
+  of the expected documents found there (document recall@10); ``mrr``: mean reciprocal rank of the first expected
+  document in that top-10 document list (0 if absent).
+- ``passage_recall_at_10`` / ``passage_ndcg_at_10``: passage level, the top-10 ranked chunks against the chunks
+  that state the expected answer (:mod:`workbench.relevance`): the mean over labelled cases of the share of those
+  chunks retrieved, and of nDCG@10 with binary gains (:func:`workbench.metrics.ndcg_at_k`).
   Retrieval is scored on every answerable case, whatever the gate decided.
 - ``citation_support_rate``: supported claims / all claims of the validated answers (an uncited claim is not
   supported); ``citation_support_rate_cited``: supported / claims that cite an offered source.
@@ -46,8 +51,8 @@ TAG_METRICS = ("cases", "answerable", "unanswerable", "answer_rate_answerable", 
 SUMMARY_METRICS = (
     "cases", "answerable", "unanswerable", "answer_rate_answerable", "false_answer_rate_unanswerable",
     "abstention_precision", "abstention_recall", "recall_at_10", "recall_at_10_fraction", "mrr",
-    "citation_support_rate", "citation_support_rate_cited", "fabricated_marker_rate", "answers_fully_supported",
-    "answers_validated",
+    "passage_recall_at_10", "passage_ndcg_at_10", "citation_support_rate", "citation_support_rate_cited",
+    "fabricated_marker_rate", "answers_fully_supported", "answers_validated",
     "claims", "llm_calls_made", "llm_calls_saved")
 NESTED_METRICS = ("nli.support_rate", "nli.agreement", "nli.embedding_only", "nli.nli_only",
                   "trust_answerable.answered_correctly", "trust_answerable.answered_wrongly",
@@ -55,6 +60,10 @@ NESTED_METRICS = ("nli.support_rate", "nli.agreement", "nli.embedding_only", "nl
 CORRECTNESS_METRICS = ("correct_answer_rate", "partly_answer_rate", "wrong_answer_rate", "supported_but_wrong_rate",
                        "supported_but_wrong_rate_answerable")
 TRUST_KEYS = ("answered_correctly", "answered_partly", "abstained", "answered_wrongly")
+PASSAGE_METRICS = ("passage_recall_at_10", "passage_ndcg_at_10")
+# what the terminal shows for a summary key whose name says less than the metric is
+LABELS = {"recall_at_10": "hit@10 (any expected document)", "recall_at_10_fraction": "recall@10 (expected documents)",
+          "mrr": "MRR@10", "passage_recall_at_10": "passage recall@10", "passage_ndcg_at_10": "passage nDCG@10"}
 
 
 def gate_counts(rows: Sequence) -> dict[str, tuple[int, int]]:
@@ -80,7 +89,7 @@ def _labelled(rows: Sequence) -> list:
 
 
 def retrieval_counts(rows: Sequence) -> dict[str, tuple[int, int]]:
-    """(hits, labelled answerable cases) behind recall@10 (any expected document in the top 10)."""
+    """(hits, labelled answerable cases) behind hit@10 (key ``recall_at_10``: any expected document in the top 10)."""
     labelled = _labelled(rows)
     return {"recall_at_10": (sum(bool(r.hit_at_10) for r in labelled), len(labelled))}
 
@@ -89,7 +98,8 @@ def retrieval_rates(rows: Sequence) -> dict:
     labelled = _labelled(rows)
     return {"recall_at_10": rate(*retrieval_counts(rows)["recall_at_10"]),
             "recall_at_10_fraction": mean(r.recall_at_10 for r in labelled),
-            "mrr": mean(r.reciprocal_rank for r in labelled)}
+            "mrr": mean(r.reciprocal_rank for r in labelled),
+            **{key: mean(getattr(r, key, None) for r in labelled) for key in PASSAGE_METRICS}}
 
 
 def citation_counts(rows: Sequence) -> dict[str, tuple[int, int]]:
@@ -202,7 +212,8 @@ def intervals(rows: Sequence, keys: Sequence[str] | None = None) -> dict:
     """The 95 % interval of every rate of the summary (or of ``keys``), with the counts behind it: ``{metric: {"k",
     "n", "ci95", "method"}}``, from the same counts the rates are computed from. A rate over independent cases gets
     the Wilson interval (:func:`workbench.metrics.wilson`); a claim-level rate a bootstrap resampling answers, and a
-    mean over cases (MRR, the recall fraction) a bootstrap resampling cases (:func:`workbench.metrics.ratio_bootstrap`).
+    mean over cases (MRR, the recall fraction, the passage-level recall and nDCG) a bootstrap resampling cases
+    (:func:`workbench.metrics.ratio_bootstrap`).
     A metric with no cases is left out."""
     from workbench.metrics import ratio_bootstrap, wilson
 
@@ -213,8 +224,9 @@ def intervals(rows: Sequence, keys: Sequence[str] | None = None) -> dict:
     for key, (k, n) in proportions.items():
         if n and (wanted is None or key in wanted):
             out[key] = {"k": k, "n": n, "ci95": [round(v, 4) for v in wilson(k, n)], "method": "Wilson"}
-    means = {key: [v for v in (getattr(r, attr) for r in labelled) if v is not None]
-             for key, attr in (("mrr", "reciprocal_rank"), ("recall_at_10_fraction", "recall_at_10"))}
+    means = {key: [v for v in (getattr(r, attr, None) for r in labelled) if v is not None]
+             for key, attr in (("mrr", "reciprocal_rank"), ("recall_at_10_fraction", "recall_at_10"),
+                               *((k, k) for k in PASSAGE_METRICS))}
     clustered = {**{k: (num, den, "answers") for k, (num, den) in claim_counts(rows).items()},
                  **{k: (v, [1.0] * len(v), "cases") for k, v in means.items()}}
     for key, (num, den, unit) in clustered.items():
@@ -249,8 +261,9 @@ def summarise(rows: Sequence, traces: Sequence[Trace], tags: Sequence[str] = (),
 
 
 PART_METRICS = ("cases", "answerable", "unanswerable", "answer_rate_answerable", "false_answer_rate_unanswerable",
-                "abstention_precision", "abstention_recall", "recall_at_10", "mrr", "citation_support_rate",
-                "answers_fully_supported", "correct_answer_rate", "supported_but_wrong_rate")
+                "abstention_precision", "abstention_recall", "recall_at_10", "mrr", "passage_recall_at_10",
+                "passage_ndcg_at_10", "citation_support_rate", "answers_fully_supported", "correct_answer_rate",
+                "supported_but_wrong_rate")
 
 
 def part_figures(rows: Sequence) -> dict:
@@ -307,7 +320,7 @@ def render_summary(summary: dict) -> str:
     lines = []
     if split.get("file"):
         lines.append(f"{'measured on':<34} {split['part']} part of {split['file']} ({split['cases']} cases)")
-    lines += [f"{k:<34} {_fmt(summary.get(k))}{_interval(summary, k)}" for k in SUMMARY_METRICS]
+    lines += [f"{LABELS.get(k, k):<34} {_fmt(summary.get(k))}{_interval(summary, k)}" for k in SUMMARY_METRICS]
     nli = summary.get("nli", {})
     if nli.get("status") == "ran":
         lines.append(f"{'nli support / agreement':<34} {_fmt(nli.get('support_rate'))} / {_fmt(nli.get('agreement'))}"
@@ -333,14 +346,14 @@ def render_summary(summary: dict) -> str:
         lines.append(speed)
     tags = summary.get("per_tag", {})
     if tags:
-        lines.append(f"\n{'tag':<22} {'cases':>5} {'answer@ans':>10} {'false@unans':>11} {'recall@10':>9} {'mrr':>6}")
+        lines.append(f"\n{'tag':<22} {'cases':>5} {'answer@ans':>10} {'false@unans':>11} {'hit@10':>9} {'mrr':>6}")
         for tag, m in tags.items():
             lines.append(f"{tag:<22} {m['cases']:>5} {_fmt(m['answer_rate_answerable']):>10} "
                          f"{_fmt(m['false_answer_rate_unanswerable']):>11} {_fmt(m['recall_at_10']):>9} "
                          f"{_fmt(m['mrr']):>6}")
     parts = summary.get("per_split") or {}
     if parts:
-        lines.append(f"\n{'part':<8} {'cases':>5} {'answer@ans':>10} {'false@unans':>11} {'recall@10':>9} "
+        lines.append(f"\n{'part':<8} {'cases':>5} {'answer@ans':>10} {'false@unans':>11} {'hit@10':>9} "
                      f"{'correct':>7}  (tune: what workbench tune fits on; test: held out)")
         for part, m in parts.items():
             lines.append(f"{part:<8} {m['cases']:>5} {_fmt(m['answer_rate_answerable']):>10} "

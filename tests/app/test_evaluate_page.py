@@ -51,7 +51,7 @@ def test_golden_run_shows_metrics_figures_and_a_gallery_that_opens_traces(app_en
     named = [case_id for _, _, case_id in driver_calls[0]["progress"] if case_id]
     assert len(named) == len(set(named)) == 40 and driver_calls[0]["progress"][-1] == (40, 40, "")
     metrics = {m.label: m.value for m in at.metric}
-    assert set(metrics) >= {"answered (answerable)", "false answers (unanswerable)", "recall@10", "MRR@10",
+    assert set(metrics) >= {"answered (answerable)", "false answers (unanswerable)", "hit@10", "MRR@10",
                             "claims supported", "LLM calls saved"}
     assert metrics["answered (answerable)"].endswith("%")
     assert any("40 cases of golden.jsonl" in c.value.replace("\\", "") for c in at.caption)

@@ -102,3 +102,16 @@ def test_each_rule_is_compared_paired_with_the_shipped_defaults_on_the_test_case
         assert answered["rate_a"] == rule["test"]["answer_rate_answerable"]
         assert f"McNemar p {answered['mcnemar_p']:.2g} ({answered['a_only']} vs {answered['b_only']} discordant)" \
             in rows[name]
+
+
+def test_the_section_calls_the_document_metric_hit_and_shows_passage_level_retrieval_when_measured():
+    results = load_results(golden_report.NAME)
+    text = golden_report.render(results)
+    assert "| hit@10 (any expected document" in text and "recall@10 (any expected document)" not in text
+    changed = copy.deepcopy(results)
+    test = changed["parts"]["test"]
+    test["passage_recall_at_10"], test["passage_ndcg_at_10"] = 0.6123, 0.5432
+    test.setdefault("intervals", {}).update({"passage_recall_at_10": {"ci95": [0.55, 0.67]},
+                                             "passage_ndcg_at_10": {"ci95": [0.48, 0.6]}})
+    assert "| passage recall@10 / nDCG@10 (chunks that state the expected answer; interval: bootstrap over cases) " \
+           "| 0.612 [0.550–0.670] / 0.543 [0.480–0.600] |" in golden_report.render(changed)

@@ -327,3 +327,26 @@ def test_every_answered_row_carries_a_correctness_verdict(evaluation):
     assert answered[0]["correctness"]["semantic"] is not None, "the evaluation's embedder gives a semantic match"
     assert evaluation.summary["correctness"]["nli"] == "ran", "the fake models carry an NLI classifier"
     assert answered[0]["correctness"]["nli"] in ("entailment", "neutral", "contradiction")
+
+
+def test_a_row_scores_the_top_ten_chunks_against_the_chunks_that_state_the_answer():
+    trace = _trace(["a", "b", "b", "c"] + [f"x{i}" for i in range(8)])   # chunk ids a#0, b#1, b#2, c#3, ...
+    row = build_row(_case(expected_doc_ids=("b",)), trace, relevant=("b#2", "b#20"))
+    assert row.relevant_chunks == 2 and row.passage_recall_at_10 == 0.5
+    assert row.passage_ndcg_at_10 == pytest.approx((1 / np.log2(4)) / (1 + 1 / np.log2(3)))
+    unlabelled = build_row(_case(expected_doc_ids=("b",)), trace)
+    assert unlabelled.passage_recall_at_10 is None and unlabelled.passage_ndcg_at_10 is None
+
+
+def test_the_summary_reports_passage_metrics_with_intervals_and_calls_recall_at_10_hit(evaluation):
+    from workbench.summary import render_summary
+
+    s = evaluation.summary
+    labelled = [r for r in evaluation.rows if r.passage_ndcg_at_10 is not None]
+    assert labelled and len(labelled) == sum(r.answerable and bool(r.expected_doc_ids) for r in evaluation.rows)
+    assert s["passage_ndcg_at_10"] == round(sum(r.passage_ndcg_at_10 for r in labelled) / len(labelled), 4)
+    low, high = s["intervals"]["passage_recall_at_10"]["ci95"]
+    assert low <= s["passage_recall_at_10"] <= high
+    text = render_summary(s)
+    assert "hit@10 (any expected document)" in text and "passage nDCG@10" in text
+    assert "recall_at_10 " not in text

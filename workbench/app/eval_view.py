@@ -36,7 +36,7 @@ from workbench.summary import speed_line
 DEFAULT_GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "golden.jsonl"
 HEADLINE = (("answer_rate_answerable", "answered (answerable)"),
             ("false_answer_rate_unanswerable", "false answers (unanswerable)"),
-            ("recall_at_10", "recall@10"), ("mrr", "MRR@10"), ("citation_support_rate", "claims supported"),
+            ("recall_at_10", "hit@10"), ("mrr", "MRR@10"), ("citation_support_rate", "claims supported"),
             ("correct_answer_rate", "correct answers"), ("supported_but_wrong_rate", "supported but wrong"),
             ("llm_calls_saved", "LLM calls saved"))
 

@@ -31,6 +31,7 @@ from workbench.display.trace_html import (
     num,
     table,
 )
+from workbench.summary import LABELS
 
 OUTCOMES = ("false answer", "false abstention", "supported but wrong", "unsupported", "wrong answer", "answered",
             "abstained")
@@ -73,7 +74,8 @@ def _value(value) -> str:
 
 def evaluation_html(summary: dict, rows: Sequence, limit: int = ROW_LIMIT) -> str:
     """Headline metrics, outcome counts, the NLI status, and up to ``limit`` rows (failures first)."""
-    metrics = table(("metric", "value"), ((esc(k), _value(summary.get(k))) for k in HEADLINE if k in summary))
+    metrics = table(("metric", "value"), ((esc(LABELS.get(k, k)), _value(summary.get(k))) for k in HEADLINE
+                                           if k in summary))
     counts = Counter(outcome(r) for r in rows)
     tally = table(("outcome", "cases"), ((outcome_chip(o), str(counts[o])) for o in OUTCOMES))
     nli = summary.get("nli") or {}

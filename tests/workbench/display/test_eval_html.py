@@ -64,3 +64,10 @@ def test_an_evaluation_displays_without_timings(tmp_path, demo_store_fake, model
     assert "seconds" not in html and "latency" not in html
     assert {"s1", "s2"} <= {tr.find("td").get_text() for tr in soup.select("table")[-1].select("tbody tr")}
     assert "Evaluation(2 cases" in displayed(evaluation)["text/plain"]
+
+
+def test_the_document_hit_rate_is_labelled_hit_at_10_not_recall():
+    html = evaluation_html({"recall_at_10": 0.97, "mrr": 0.8}, [row("a", answerable=True, abstained=False)])
+    cells = [td.get_text() for td in BeautifulSoup(html, "html.parser").find_all("td")]
+    assert "hit@10 (any expected document)" in cells and "MRR@10" in cells
+    assert not any("recall" in c for c in cells)
