@@ -207,8 +207,10 @@ def render(results: dict) -> str:
                   + f"; threshold {f['threshold']:g}."]
     evidence = results.get("evidence_on_tune") or {}
     if evidence:
-        lines += ["", "Each evidence signal alone on the tune part, ROC-AUC: "
-                  + ", ".join(f"{n} {x['roc_auc']:.3f}" for n, x in evidence.items() if x.get("roc_auc") is not None)
+        lines += ["", "Each evidence signal alone on the tune part, ROC-AUC [95 % bootstrap interval, resampling each "
+                  "class]: " + ", ".join(f"{n} {x['roc_auc']:.3f}" + (
+                      f" [{x['roc_auc_ci95'][0]:.3f}–{x['roc_auc_ci95'][1]:.3f}]" if x.get("roc_auc_ci95") else "")
+                      for n, x in evidence.items() if x.get("roc_auc") is not None)
                   + "."]
     lines += ["", f"For comparison only — in-sample, not an estimate: the tune part at the defaults answers "
               f"{_rates_ci(tune_part, tune_part)}; all {parts['all']['cases']} cases "
@@ -314,6 +316,23 @@ def _run_from(eval_dir: Path, golden, split, cfg, store_dir: Path):
     return Evaluation(run=run, summary=summary)
 
 
+def _with_auc_intervals(evidence: dict, scores, split) -> dict:
+    """Each evidence signal's tune-part ROC-AUC with its bootstrap interval (:func:`workbench.metrics.roc_auc_ci`)."""
+    import numpy as np
+
+    from workbench.metrics import roc_auc_ci
+
+    tune = scores.take(np.array([i for i, cid in enumerate(scores.ids) if split.part_of(cid) == "tune"]))
+    out = {}
+    for name, x in evidence.items():
+        values = tune.evidence().get(name)
+        ci = None
+        if x.get("roc_auc") is not None and values is not None:
+            ci = roc_auc_ci(np.where(np.isfinite(values), values, -np.inf), tune.answerable)
+        out[name] = {**x, "roc_auc_ci95": None if ci is None else [round(v, 4) for v in ci]}
+    return out
+
+
 def measure(evaluation, golden, split, cfg) -> dict:
     """Everything the section shows, from one evaluation of all cases (pure apart from the clock)."""
     from pipeline.gate.learned import reader_fitted
@@ -375,7 +394,7 @@ def measure(evaluation, golden, split, cfg) -> dict:
                      "test": at_setting(extract([r.id for r in test_rows], [r.answerable for r in test_rows],
                                                 test_traces, gate), gate.signal, {}, gate)},
         "fit": fit,
-        "evidence_on_tune": report.get("evidence", {}),
+        "evidence_on_tune": _with_auc_intervals(report.get("evidence", {}), scores, split),
         "tune": {"recommendation": rec, "rules": rules,
                  "current_on_tune": {**report["current_gate"],
                                      **{k: report[k] for k in ("cases", "answerable", "unanswerable")}},

@@ -126,6 +126,9 @@ def test_the_tune_tab_says_what_it_measured_in_percentages_and_sentences(app_env
     assert any(c.startswith("Replay check: replaying the gate rule") for c in captions), "a sentence, not a dict"
     points = next(df for df in at.dataframe if "false answers (unanswerable)" in df.value.columns)
     assert points.value["answered (answerable)"].between(0, 1).all()
+    for rate, interval in zip(points.value["answered (answerable)"], points.value["95 % interval"], strict=True):
+        low, high = (float(x) / 100 for x in interval.removesuffix(" %").split("–"))
+        assert low <= rate <= high, "each rate beside its 95 % interval"
     assert any(a.value.startswith(("Recommended within", "The recommendation within")) for a in (*at.success, *at.info))
 
 

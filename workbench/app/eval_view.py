@@ -31,6 +31,7 @@ from workbench.app import page, resources, thresholds
 from workbench.app.render import md
 from workbench.evaluate import Evaluation, GoldenRun, eval_config, evaluate
 from workbench.golden import GoldenError, find_split, load_golden, subset
+from workbench.metrics import wilson
 from workbench.summary import speed_line
 
 DEFAULT_GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "golden.jsonl"
@@ -228,12 +229,22 @@ def replay_check(result: GoldenRun, fallback: GateConfig) -> tuple[int, int]:
 POINT_KEYS = ("t_rerank", "t_fused", "t_dense", *(f"t_{name}" for name in thresholds.EVIDENCE))
 
 
-def _points_table(points: list[dict], key: str) -> None:
+def interval_text(rate: float | None, n: int) -> str:
+    """``48.2–67.2 %``: the 95 % Wilson interval of a rate over ``n`` cases (its count is ``round(rate * n)``)."""
+    if rate is None or not n:
+        return "–"
+    low, high = wilson(int(round(rate * n)), n)
+    return f"{100 * low:.1f}–{100 * high:.1f} %"
+
+
+def _points_table(points: list[dict], key: str, answerable: int, unanswerable: int) -> None:
     rows = []
     for p in points:
         setting = ", ".join(f"{k[2:]} {thresholds.fmt(k[2:], p[k])}" for k in POINT_KEYS if k in p)
         rows.append({"": p["label"], "thresholds": setting, "answered (answerable)": p["answer_rate_answerable"],
-                     "false answers (unanswerable)": p["false_answer_rate_unanswerable"]})
+                     "95 % interval": interval_text(p["answer_rate_answerable"], answerable),
+                     "false answers (unanswerable)": p["false_answer_rate_unanswerable"],
+                     "95 % interval ": interval_text(p["false_answer_rate_unanswerable"], unanswerable)})
     st.dataframe(pd.DataFrame(rows), hide_index=True, key=key, column_config={
         "answered (answerable)": st.column_config.NumberColumn(format="percent"),
         "false answers (unanswerable)": st.column_config.NumberColumn(format="percent")})
@@ -274,7 +285,8 @@ def render_tuning(result: GoldenRun, cfg: PipelineConfig, key: str, measured_on:
             st.success(md(f"Recommended within {max_far:.0%} false answers: {' '.join(best['settings'])} — {rates}."))
     else:
         st.warning(md(best.get("why", "no recommendation")))
-    _points_table(points, f"{key}.points")
+    answerable = int(result.scores().answerable.sum())
+    _points_table(points, f"{key}.points", answerable, len(result.cases) - answerable)
     mismatches, cases = replay_check(result, cfg.gate)
     st.caption(f"Replay check: replaying the gate rule over the stored scores reproduces the stored decision of "
                f"{'all ' if not mismatches else ''}{cases - mismatches} of {cases} cases"

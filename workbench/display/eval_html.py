@@ -72,10 +72,21 @@ def _value(value) -> str:
     return num(value) if isinstance(value, float) else esc(value)
 
 
+def _interval(summary: dict, key: str) -> str:
+    """A rate's 95 % interval and the counts behind it, from the summary's ``intervals`` block ("" without one)."""
+    ci = (summary.get("intervals") or {}).get(key)
+    if not ci:
+        return ""
+    counts = f" ({ci['k']}/{ci['n']})" if "k" in ci else ""
+    return f"{num(ci['ci95'][0])}–{num(ci['ci95'][1])}{counts}"
+
+
 def evaluation_html(summary: dict, rows: Sequence, limit: int = ROW_LIMIT) -> str:
-    """Headline metrics, outcome counts, the NLI status, and up to ``limit`` rows (failures first)."""
-    metrics = table(("metric", "value"), ((esc(LABELS.get(k, k)), _value(summary.get(k))) for k in HEADLINE
-                                           if k in summary))
+    """Headline metrics with their 95 % intervals, outcome counts, the NLI status, and up to ``limit`` rows
+    (failures first)."""
+    metrics = table(("metric", "value", "95 % interval"),
+                    ((esc(LABELS.get(k, k)), _value(summary.get(k)), esc(_interval(summary, k))) for k in HEADLINE
+                     if k in summary))
     counts = Counter(outcome(r) for r in rows)
     tally = table(("outcome", "cases"), ((outcome_chip(o), str(counts[o])) for o in OUTCOMES))
     nli = summary.get("nli") or {}

@@ -71,3 +71,14 @@ def test_the_document_hit_rate_is_labelled_hit_at_10_not_recall():
     cells = [td.get_text() for td in BeautifulSoup(html, "html.parser").find_all("td")]
     assert "hit@10 (any expected document)" in cells and "MRR@10" in cells
     assert not any("recall" in c for c in cells)
+
+
+def test_each_headline_rate_shows_its_interval_and_counts_from_the_summary():
+    summary = {"answer_rate_answerable": 0.58, "mrr": 0.8,
+               "intervals": {"answer_rate_answerable": {"k": 58, "n": 100, "ci95": [0.482, 0.672],
+                                                        "method": "Wilson"}}}
+    html = evaluation_html(summary, [row("a", answerable=True, abstained=False)])
+    rows = {tr.find_all("td")[0].get_text(): [td.get_text() for td in tr.find_all("td")]
+            for tr in BeautifulSoup(html, "html.parser").select("table")[0].select("tbody tr")}
+    assert rows["answer_rate_answerable"][1:] == ["0.580", "0.482–0.672 (58/100)"]
+    assert rows["MRR@10"][2] == "", "no interval where the summary has none"
