@@ -19,9 +19,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmarks.results_io import ROOT, load_average, meta_line, rate_ci, run_meta, write_results
+from benchmarks.results_io import ROOT, Depends, load_average, meta_line, rate_ci, run_meta, write_results
 
 NAME = "nli_perturb"
+DEPENDS = Depends(("benchmarks/nli_perturb.py", "workbench/perturb.py", "pipeline/validation", "pipeline/ingestion",
+                   "pipeline/text", "pipeline/models", "golden/corpus"), ("embedding", "chunking", "validate"))
 JUDGES = ("embedding", "nli", "combined")
 LABEL = {"embedding": "embedding validator (cosine + key facts)", "nli": "NLI model alone",
          "combined": "shipped validator (both)"}
@@ -56,7 +58,7 @@ def measure(per_kind: int, seed: int) -> dict:
     chunks = chunks_of(ROOT / "golden" / "corpus")
     claims = perturbed_claims(chunks, per_kind=per_kind, seed=seed)
     cfg = PipelineConfig()
-    meta = run_meta(f"embedder {cfg.embedding.model}; NLI {cfg.validate.nli_model} (int8 ONNX)")
+    meta = run_meta(f"embedder {cfg.embedding.model}; NLI {cfg.validate.nli_model} (int8 ONNX)", depends=DEPENDS)
     judged = judge(claims, {c.chunk_id: c for c in chunks}, cfg.validate, StageContext(models=default_models()))
     statuses = sorted({j.nli_status for j in judged})
     altered = [j for j in judged if j.claim.kind in ALTERED]
