@@ -25,22 +25,31 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 
 
+# What benchmarks write: a results file or a rendered document changed by an earlier benchmark of the same sitting is
+# output, not code, so it does not make the next measurement's tree dirty.
+GENERATED = ("benchmarks/results", "BENCHMARKS.md", "RELIABILITY.md", "golden/floors.json")
+_NOT_GENERATED = [".", *(f":(exclude){path}" for path in GENERATED)]
+
+
 def git_commit() -> str:
-    """Short commit of the working tree, with ``+dirty`` when it has uncommitted changes to tracked files."""
+    """Short commit of the working tree, with ``+dirty`` when it has uncommitted changes to tracked files other than
+    the :data:`GENERATED` outputs."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *_NOT_GENERATED],
+                               cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")
 
 
 def git_diff_sha1() -> str | None:
-    """sha1 of ``git diff HEAD`` (tracked files) when the tree has uncommitted changes, else None."""
+    """sha1 of ``git diff HEAD`` (tracked files, the :data:`GENERATED` outputs aside) when the tree has uncommitted
+    changes, else None."""
     try:
-        diff = subprocess.run(["git", "diff", "HEAD"], cwd=ROOT, capture_output=True, check=True).stdout
+        diff = subprocess.run(["git", "diff", "HEAD", "--", *_NOT_GENERATED], cwd=ROOT, capture_output=True,
+                              check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
     return hashlib.sha1(diff).hexdigest()[:12] if diff.strip() else None

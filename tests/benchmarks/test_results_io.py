@@ -37,3 +37,24 @@ def test_injected_models_are_named_instead_of_the_configured_ones():
     assert "`FakeEmbedder`" in sentence and "`FakeReranker`" in sentence and "`FakeNLI`" in sentence
     assert "all-MiniLM" not in sentence
     assert "reader none (" in configured_models(PipelineConfig(), fake_models(reranker=False))
+
+
+def test_a_tree_is_dirty_for_changed_code_not_for_results_an_earlier_benchmark_wrote(tmp_path, monkeypatch):
+    import subprocess
+
+    from benchmarks import results_io
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results" / "a.json").write_text("{}")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    monkeypatch.setattr(results_io, "ROOT", tmp_path)
+    (tmp_path / "benchmarks" / "results" / "a.json").write_text('{"measured": 1}')
+    assert not results_io.git_commit().endswith("+dirty") and results_io.git_diff_sha1() is None
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert results_io.git_commit().endswith("+dirty") and results_io.git_diff_sha1() is not None
