@@ -46,6 +46,10 @@ DEPENDS = Depends(("benchmarks/correctness_report.py", "workbench/correctness.py
 GOLDEN = ROOT / "golden" / "golden.jsonl"
 MODEL = "extractive generator, packaged all-MiniLM-L6-v2"
 # How the labelled answers of benchmarks/labels/correctness_2026-12-07_gate-open.json were made
+LABELS_FILE = "correctness_2026-12-07_gate-open.json"
+LABELLED_BY = ("the 45 labels of the first pass by the developer, the 155 later ones by an agent of the development "
+               "session given only those fields and the same written rubric, not by a person: "
+               "benchmarks/labels/" + LABELS_FILE)
 HAND_RUN = ("the 200 answerable golden cases asked with the gate open so that every one gets an answer, the ones the "
             "shipped gate withholds included (`--set gate.signal=dense --set gate.confidence_threshold_dense=-1 --set "
             "generate.reader_min_score=0`, offline default stack otherwise)")
@@ -210,8 +214,10 @@ def render(results: dict) -> str:
            if results.get("nli") == "ran" and results.get("nli_model") else "")
         + ". Regenerate: `workbench eval golden/golden.jsonl --store STORE --split all --out DIR`, then "
         "`python -m benchmarks.correctness_report --measure DIR` and `make report`.", "",
-        f"**Hand check.** {_handcheck(results, a['cases'])} Each answer was labelled by hand from the question, the "
-        "expected answer and the answer (hand labels: " + ", ".join(f"{hand[v]} {v}" for v in VERDICTS)
+        f"**Hand check.** {_handcheck(results, a['cases'])} Each answer was labelled from the question, the "
+        "expected answer and the answer only, before the scorer's verdicts on it were computed"
+        + (f" ({results['handcheck']['labelled_by']})" if results.get("handcheck", {}).get("labelled_by") else "")
+        + " (labels: " + ", ".join(f"{hand[v]} {v}" for v in VERDICTS)
         + f"). The scorer agrees exactly on {a['agree']} of {a['cases']} ({_pct(a['rate'])}, 95 % Wilson interval "
         f"{_pct(a['ci95'][0])}–{_pct(a['ci95'][1])}); Cohen's kappa "
         + ("n/a" if a["kappa"] is None else f"{a['kappa']:.2f}") + " (agreement beyond chance; 1 is perfect, 0 "
@@ -350,10 +356,13 @@ def main(argv: list[str] | None = None) -> int:
             first_pass = frozenset(labels.get("first_pass", ()))
             labels = labels["labels"]
         labelled = None if args.labels else load_results(NAME)["cases"]
+        labelled_by = LABELLED_BY if args.labels and Path(args.labels).name == LABELS_FILE else ""
         meta = run_meta(model=MODEL, depends=DEPENDS)
         results = {"meta": meta, **measure(Path(args.measure), labels, labelled,
                                            Path(args.handcheck) if args.handcheck else None, first_pass,
                                            args.hand_run)}
+        if labelled_by:
+            results["handcheck"]["labelled_by"] = labelled_by
         meta["load_average_end"] = load_average()
         write_results(NAME, results)
         print(f"wrote {results_path(NAME)}; run `make report` to update BENCHMARKS.md", file=sys.stderr)
