@@ -47,9 +47,8 @@ GOLDEN = ROOT / "golden" / "golden.jsonl"
 MODEL = "extractive generator, packaged all-MiniLM-L6-v2"
 # How the labelled answers of benchmarks/labels/correctness_2026-12-07_gate-open.json were made
 LABELS_FILE = "correctness_2026-12-07_gate-open.json"
-LABELLED_BY = ("the 45 labels of the first pass by the developer, the 155 later ones by an agent of the development "
-               "session given only those fields and the same written rubric, not by a person: "
-               "benchmarks/labels/" + LABELS_FILE)
+LABELLED_BY = ("both passes written within the development sessions, the later 155 by a separate agent that was "
+               "given only those fields and the same written rubric; see benchmarks/labels/" + LABELS_FILE)
 HAND_RUN = ("the 200 answerable golden cases asked with the gate open so that every one gets an answer, the ones the "
             "shipped gate withholds included (`--set gate.signal=dense --set gate.confidence_threshold_dense=-1 --set "
             "generate.reader_min_score=0`, offline default stack otherwise)")
