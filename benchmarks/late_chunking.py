@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.results_io import ROOT, Depends, load_results, meta_line, run_meta, write_results
+from benchmarks.results_io import ROOT, Depends, load_results, meta_line, rate_ci, run_meta, write_results
 from pipeline.config import PipelineConfig
 from pipeline.context import StageContext
 from pipeline.ingestion.documents import load_paths
@@ -158,7 +158,7 @@ def render(results: dict) -> str:
         lines += [f"Validator agreement: {agree['answers_validated']} validated answers of a golden evaluation "
                   f"({agree['cases']} traces, `{r['traces']}`), {agree['claims']} claims, each re-validated with the "
                   f"same claims and sources against separately encoded and late-chunked window vectors (threshold "
-                  f"{agree['threshold']:g}); late vs separate: **{agree['agreement']:.1%}** "
+                  f"{agree['threshold']:g}); late vs separate: **{rate_ci(agree['agreement'], agree['claims'])}** "
                   f"({len(agree['disagreements'])} claims differ; making late the default needs "
                   f"{AGREEMENT_FOR_DEFAULT:.0%}: {'met' if agree['agreement'] >= AGREEMENT_FOR_DEFAULT else 'not met'}"
                   ").", ""]

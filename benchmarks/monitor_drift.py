@@ -40,6 +40,7 @@ from benchmarks.results_io import (
     load_average,
     load_results,
     meta_line,
+    rate_ci,
     results_path,
     run_meta,
     write_results,
@@ -87,7 +88,7 @@ def render(results: dict) -> str:
         rates = t["rates"]
         lines.append(f"| {t['degradation']} | {t['seed']} | {t['false_alarms']} ({t['baseline_checks']}) | {after} | "
                      f"{', '.join(t['alarm']['metrics']) if t['alarm'] else '–'} | "
-                     f"{_rates(rates.get('abstention'))} | {_rates(rates.get('unsupported'))} |")
+                     f"{_rates(rates.get('abstention'), t)} | {_rates(rates.get('unsupported'), t)} |")
     m = results["metrics_tested"]
     for t in trials:
         a = t["rates"]["abstention"]
@@ -98,7 +99,9 @@ def render(results: dict) -> str:
                           f"a one-sided test at {w['alpha']:g}/{m} would need about {n} runs in each window to see "
                           f"that with 80 % power (the recent window holds {w['recent']})." if n else
                           "it did not rise.")]
-    lines += ["", "Rates: every run logged before the change → every run after it. "
+    lines += ["", "Rates: every run logged before the change → every run after it, each with its 95 % Wilson interval "
+              "over those runs (before and after are different runs, so the alarm's own Fisher test is the "
+              "comparison). "
               + " ".join(f"Deleted with seed {t['seed']}: {len(t['deleted'])} of {t['documents']} documents."
                          for t in trials if t["deleted"])]
     for name, s in results["summary"].items():
@@ -112,10 +115,15 @@ def render(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _rates(test: dict | None) -> str:
+def _rates(test: dict | None, trial: dict | None = None) -> str:
+    """``59.3 % [51.3–66.8] → 74.0 % [64.6–81.6]``: a rate over the runs logged before the change and over those after
+    it, each with its 95 % Wilson interval (the counts are the trial's runs)."""
     if not test:
         return "–"
-    return f"{_pct(test['before'])} → {_pct(test['after'])}"
+    if trial is None:
+        return f"{_pct(test['before'])} → {_pct(test['after'])}"
+    after = trial["runs_after"]
+    return f"{rate_ci(test['before'], trial['runs_logged'] - after)} → {rate_ci(test['after'], after)}"
 
 
 # -- the measurement ------------------------------------------------------------------------------------------
