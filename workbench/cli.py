@@ -21,6 +21,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from workbench.conversation import MODES as CONVERSATION_MODES
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -156,6 +158,22 @@ def _read_history(path: str | None):
     return data
 
 
+def _choose_history(args: argparse.Namespace, question: str):
+    """The turns of ``--history`` that go with ``question`` under ``--history-mode``: the Ask page's rule
+    (:func:`workbench.conversation.select_history`), so the CLI and the app send the same turns."""
+    from pipeline.engine import QuestionError
+    from workbench.conversation import select_history
+
+    try:
+        return select_history(question, _read_history(args.history), args.history_mode)
+    except QuestionError as exc:
+        raise CliError(f"history file {args.history}: {exc}") from None
+
+
+def _with_note(note: str, text: str) -> str:
+    return f"{note}\n{text}" if note else text
+
+
 def _pipeline(args: argparse.Namespace, cfg, store):
     from pipeline.engine import Pipeline
 
@@ -169,12 +187,13 @@ def cmd_search(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     with open_store(args, cfg) as store:
         _require_corpus(store, args)
-        trace = _pipeline(args, cfg, store).search(args.query, history=_read_history(args.history))
-    data = trace.to_dict()
+        choice = _choose_history(args, args.query)
+        trace = _pipeline(args, cfg, store).search(args.query, history=choice.history)
+    data = {**trace.to_dict(), "history_note": choice.note}
     for key in ("generation", "validation", "trust"):
         data.pop(key, None)
     data["flags"] = search_flags(trace)  # raw text stays in the JSON; flags say what a consumer must escape
-    _emit(args, data, lambda: safe(render_search(trace)))
+    _emit(args, data, lambda: safe(_with_note(choice.note, render_search(trace))))
     return 0
 
 
@@ -185,8 +204,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     with open_store(args, cfg) as store:
         _require_corpus(store, args)
-        trace = _pipeline(args, cfg, store).ask(args.question, history=_read_history(args.history))
-    _emit(args, {**trace.to_dict(), "flags": answer_flags(trace)}, lambda: safe(render_answer(trace)))
+        choice = _choose_history(args, args.question)
+        trace = _pipeline(args, cfg, store).ask(args.question, history=choice.history)
+    _emit(args, {**trace.to_dict(), "history_note": choice.note, "flags": answer_flags(trace)},
+          lambda: safe(_with_note(choice.note, render_answer(trace))))
     return 0
 
 
@@ -422,12 +443,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", help="retrieve, rerank and gate (no generation)")
     p.add_argument("query", metavar="QUERY")
     p.add_argument("--history", metavar="FILE", help="JSON list of {role, content} turns")
+    p.add_argument("--history-mode", choices=list(CONVERSATION_MODES), default="follow-ups",
+                   help="which turns of --history go with the question: follow-ups (default; only when it reads "
+                        "as a follow-up, the current thread; the Ask page's rule), always, never")
     _common(p)
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("ask", help="answer a question with cited sources, or abstain")
     p.add_argument("question", metavar="QUESTION")
     p.add_argument("--history", metavar="FILE", help="JSON list of {role, content} turns")
+    p.add_argument("--history-mode", choices=list(CONVERSATION_MODES), default="follow-ups",
+                   help="which turns of --history go with the question: follow-ups (default; only when it reads "
+                        "as a follow-up, the current thread; the Ask page's rule), always, never")
     _common(p)
     p.set_defaults(func=cmd_ask)
 
