@@ -44,7 +44,7 @@ ingest: install ## ingest the bundled demo corpus into $(STORE) (incremental)
 
 app: install ingest ## install, ingest the demo corpus if needed, start the Streamlit app on it
 	WORKBENCH_HOME=$(STORE) $(BIN)/streamlit run streamlit_app.py --server.address $(HOST) --server.port $(PORT) \
-		--server.headless true --browser.gatherUsageStats false
+		--server.headless true --browser.gatherUsageStats false --server.fileWatcherType none
 
 test: install ## install and run every test: unit, app, browser, notebooks (nbval) and the deploy gate
 	@echo "skips allowed under CI=true (tests/skip_allowlist.txt):"; grep -v '^#' tests/skip_allowlist.txt | grep . || echo "  none"
