@@ -12,7 +12,8 @@ the rule of the Ask page and of ``workbench ask --history``):
 
 "always" is what the CLI did before it shared the page's rule (every turn of ``--history`` went with the
 question) and what ``workbench eval`` does with a golden case's history; "never" asks the question alone. A
-question hits when one of its expected documents is among the first 10 documents of the candidate list
+question hits when one of its expected documents is among the first 10 documents of the final candidate list
+(rerank order where the reader ran)
 (Wilson intervals over questions); each mode is compared with the rule on the same questions by McNemar's exact
 test. Writes ``benchmarks/results/followups.json``; :func:`render` is its BENCHMARKS.md section.
 """
@@ -65,7 +66,7 @@ def unrelated_conversations(cases) -> list[tuple]:
 
 
 def hit(trace, expected: tuple[str, ...]) -> bool:
-    docs = list(dict.fromkeys(c.doc_id for c in trace.candidates))
+    docs = list(dict.fromkeys(c.doc_id for c in trace.ranked_candidates()))
     return bool(set(docs[:K]) & set(expected))
 
 
