@@ -146,8 +146,11 @@ def render_turns(turns: list[Turn]) -> None:
         with st.chat_message("assistant"):
             if latest:
                 render_answer(turn.trace, key=f"ask.t{i}")
-                # The key names the turn's role: once a newer turn arrives this toggle is a new one, off.
-                if st.toggle("Show the trace", value=True, key=f"ask.show_trace.{i}.latest"):
+                # Off by default, so the newest answer is what the page ends on (it scrolls to the bottom after
+                # each question); the key names the turn's role: once a newer turn arrives this toggle is a new one.
+                if st.toggle("Show the trace", value=False, key=f"ask.show_trace.{i}.latest",
+                             help="Every stage of this answer: rewrite, retrieval, rerank, gate, generation, "
+                                  "validation, with their scores and timings."):
                     render_trace(turn.trace, key=f"ask.t{i}", rewrite_note=turn.history_note)
             else:
                 _render_compact(turn.trace)

@@ -15,8 +15,9 @@ left, right = st.columns([3, 1])
 mode = left.radio("Send the earlier turns with a question", list(MODES), format_func=MODES.get,
                   index=list(MODES).index(DEFAULT_MODE), horizontal=True, key="ask.history_mode",
                   help="Only for follow-ups: sent when the question opens like a continuation (\"and ...\", "
-                       "\"what about ...\"), points back (it, that, those) or is elliptical (\"in 3.2?\"); the "
-                       "Rewrite tab says which. Always: every question carries the conversation's terms.")
+                       "\"what about ...\"), points back (it, that, those), is elliptical (\"in 3.2?\") or shares "
+                       "a topic word with the previous question; the line under the question says which. The same "
+                       "rule as `workbench ask --history`. Always: every question carries the conversation's terms.")
 if right.button("New conversation", key="ask.clear", disabled=not turns):
     turns.clear()
     st.rerun()
