@@ -219,4 +219,4 @@ def _render_passage(trace: Trace, source: Source, rows: list[dict], key: str, nu
     else:
         st.caption("No claim cites this passage.")
     if candidate is not None:
-        st.text(candidate.text)
+        st.text(render.passage_text(candidate.text))

@@ -47,8 +47,9 @@ def render_examples(pipe: Pipeline) -> None:
         st.info("Ask a question about your documents below.")
         return
     st.markdown("**Try one of these** (the bundled Harbor Relay documents)")
-    columns = st.columns(3)
     for i, (label, shows, questions) in enumerate(EXAMPLES):
+        if i % 3 == 0:   # a row of columns per three examples, so the buttons of a row line up
+            columns = st.columns(3)
         with columns[i % 3]:
             if st.button(label, key=f"ask.example.{i}", help=" → ".join(questions), width="stretch"):
                 queue(questions)

@@ -125,7 +125,9 @@ def closest_rows(trace: Trace) -> list[dict]:
         share = closeness(trace, d.chunk_id)
         rows.append({"document": d.title or d.doc_id, "how close": None if share is None else round(100 * share),
                      "id": d.doc_id, "chunk": d.chunk_id, f"{d.scale} score": fmt(d.scale, d.score)})
-    return rows
+    # closest first; the gate's own order (its scale's score) breaks ties and places rows without a share last
+    order = sorted(range(len(rows)), key=lambda i: (rows[i]["how close"] is None, -(rows[i]["how close"] or 0), i))
+    return [rows[i] for i in order]
 
 
 def fallback_label(gen: GenerationTrace) -> str:
