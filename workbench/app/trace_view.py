@@ -397,8 +397,10 @@ def _claims_table(rows: list[dict], key: str) -> None:
               .apply(lambda col: [f"background-color: {verdict_colour.get(v, '#94a3b8')}33"
                                   for v in table["verdict"]], subset=["verdict"]))
     st.dataframe(styled, hide_index=True, key=key, width="stretch", column_config={
-        name: st.column_config.NumberColumn(format="%.2f") for name in ("P(entails)", "P(neutral)",
-                                                                        "P(contradicts)")})
+        **{name: st.column_config.NumberColumn(format="%.2f") for name in ("P(entails)", "P(neutral)",
+                                                                           "P(contradicts)")},
+        # the claim and the passage it was read against get room: a cut claim cannot be checked by eye
+        "claim": st.column_config.TextColumn(width="large"), "NLI read": st.column_config.TextColumn(width="large")})
 
 
 def _trust(trace: Trace, key: str) -> None:
