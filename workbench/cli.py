@@ -49,14 +49,28 @@ def _escape(text) -> str:
     return escape(os.fsdecode(text) if isinstance(text, bytes) else str(text))
 
 
+MAX_INPUT_FILE_BYTES = 8 * 1024 * 1024   # a --config or --history file larger than this is not one
+MAX_ERROR_CHARS = 400                     # an error line quotes at most this much of what it names
+
+
+def read_bounded(path: Path, what: str, limit: int = MAX_INPUT_FILE_BYTES) -> str:
+    """The UTF-8 text of ``path``, read at most ``limit`` bytes far: a larger file (or an endless one such as
+    /dev/zero) is an error naming it, before anything is parsed. OSError and UnicodeDecodeError pass through."""
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise CliError(f"{what} {path} is larger than {limit // (1024 * 1024)} MB; it cannot be one")
+    return data.decode("utf-8")
+
+
 def load_config(args: argparse.Namespace):
-    from pipeline.config import PipelineConfig
+    from pipeline.config import ConfigError, PipelineConfig
 
     cfg = PipelineConfig()
     if getattr(args, "config", None):
         path = Path(args.config)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_bounded(path, "config file")
         except OSError as exc:
             raise CliError(f"cannot read config file {path}: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:
@@ -66,6 +80,12 @@ def load_config(args: argparse.Namespace):
             cfg = PipelineConfig.from_json(text)
         except RecursionError:
             raise CliError(f"config file {path} is nested too deeply to be a config") from None
+        except (ValueError, OverflowError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            # json's own limits, e.g. an integer of thousands of digits ("Exceeds the limit ... for integer
+            # string conversion"): the file is not a config this program can read
+            raise CliError(f"config file {path} is not a valid config: {exc}") from None
     if getattr(args, "set", None):
         cfg = cfg.with_overrides(list(args.set))
     return cfg
@@ -141,7 +161,7 @@ def _read_history(path: str | None):
     if not path:
         return ()
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(read_bounded(Path(path), "history file"))
     except OSError as exc:
         raise CliError(f"cannot read history file {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -463,7 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", metavar="FLOORS", help="exit non-zero when a metric is below its floor")
     p.add_argument("--csv", metavar="FILE", help="also write the per-row results as CSV")
     p.add_argument("--out", metavar="DIR", help="write summary, rows and traces under DIR")
-    p.add_argument("--limit", type=int, default=None, help="only the first N cases")
+    p.add_argument("--limit", type=_positive_int, default=None, help="only the first N cases")
     p.add_argument("--no-nli", action="store_true",
                    help="skip the evaluation's own NLI runs (correctness by entailment; claims the validator did "
                         "not read); the validator's NLI labels are still summarised")
@@ -523,7 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("runs", help="list query_runs, or show one trace")
     p.add_argument("action", nargs="?", choices=["list", "show"], default="list")
     p.add_argument("run_id", nargs="?", metavar="RUN_ID")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=_positive_int, default=50, help="how many runs, newest first (default 50)")
     _common(p, config=False)
     p.set_defaults(func=cmd_runs)
 
@@ -568,11 +588,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _clip(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """An error line's text cut to ``limit`` characters, saying how much was left out (a 100,000-character id
+    is named by its start, not echoed)."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def _require_utf8(args: argparse.Namespace) -> None:
+    """Arguments are text: bytes that are not UTF-8 (Python keeps them as lone surrogates) are an error naming
+    the argument, not an encoding failure later."""
+    for name, value in vars(args).items():
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, str):
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise CliError(f"the {name.replace('_', '-')} argument is not valid UTF-8 (a byte that is not "
+                                   f"text at character {exc.start}); pass it as UTF-8 text") from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{_clip(text, 40)!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number; give 1 or more")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = os.environ.get("WORKBENCH_DEBUG")
     try:
+        _require_utf8(args)
         if getattr(args, "store", None) is not None and not args.store.strip():
             raise CliError("--store is empty (an unset shell variable?); name the store directory, or leave --store "
                            "out to use $WORKBENCH_HOME or .workbench")
@@ -584,15 +635,15 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         if isinstance(exc, _known_errors()):
-            print(f"error: {_escape(exc)}", file=sys.stderr)
+            print(f"error: {_clip(_escape(exc))}", file=sys.stderr)
             return EXIT_USAGE
         if isinstance(exc, OSError) and exc.filename is not None:  # a path the user gave cannot be used
-            print(f"error: cannot use {_escape(exc.filename)}: {exc.strerror or exc}", file=sys.stderr)
+            print(f"error: cannot use {_clip(_escape(exc.filename))}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_USAGE
         if isinstance(exc, RecursionError):  # only input nests this deep
             print(f"error: the input is nested too deeply to read ({exc})", file=sys.stderr)
             return EXIT_USAGE
-        print(f"internal error: {type(exc).__name__}: {_escape(exc)} (set WORKBENCH_DEBUG=1 for the traceback)",
+        print(f"internal error: {type(exc).__name__}: {_clip(_escape(exc))} (set WORKBENCH_DEBUG=1 for the traceback)",
               file=sys.stderr)
         return 1
 
