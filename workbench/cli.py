@@ -608,6 +608,21 @@ def _require_utf8(args: argparse.Namespace) -> None:
                                    f"text at character {exc.start}); pass it as UTF-8 text") from None
 
 
+def _damaged_database(exc: BaseException, args: argparse.Namespace) -> str:
+    """For SQLite's "file is not a database" / "malformed" errors: a line naming the store's database files and
+    what to do ("" for any other exception)."""
+    import sqlite3
+
+    if not isinstance(exc, sqlite3.DatabaseError) or isinstance(exc, sqlite3.OperationalError | sqlite3.IntegrityError):
+        return ""
+    from pipeline.storage.store import data_dir
+
+    home = data_dir(getattr(args, "store", None))
+    files = ", ".join(str(p) for p in sorted(home.glob("*.sqlite"))) or str(home)
+    return (f"a database file of the store {home} is damaged ({exc}): {files}; restore it from a backup, or move "
+            "the store aside and ingest again")
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -639,6 +654,10 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         if isinstance(exc, OSError) and exc.filename is not None:  # a path the user gave cannot be used
             print(f"error: cannot use {_clip(_escape(exc.filename))}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
+        damaged = _damaged_database(exc, args)
+        if damaged:
+            print(f"error: {_clip(_escape(damaged))}", file=sys.stderr)
             return EXIT_USAGE
         if isinstance(exc, RecursionError):  # only input nests this deep
             print(f"error: the input is nested too deeply to read ({exc})", file=sys.stderr)

@@ -124,3 +124,35 @@ def test_runs_limit_must_be_a_positive_number(inputs, capsys, limit):
         main(["runs", "--limit", limit, "--store", inputs["store"]])
     assert exit_.value.code == 2
     assert "--limit" in capsys.readouterr().err
+
+
+def test_a_damaged_catalogue_page_read_mid_command_is_one_line_naming_the_file(inputs, capsys, monkeypatch):
+    """Garbage in the middle of store.sqlite is found only when a command reads that page (the store opened
+    cleanly): SQLite's DatabaseError then names no file, so the line names the store's database files."""
+    import sqlite3
+
+    from pipeline.storage.store import Store
+
+    def damaged(self):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(Store, "documents", damaged)
+    assert main(["docs", "--store", inputs["store"]]) == 2
+    err = capsys.readouterr().err
+    (line,) = err.splitlines()
+    assert line.startswith("error: a database file of the store") and "store.sqlite" in line and "malformed" in line
+
+
+def test_a_damaged_catalogue_header_is_one_line_naming_the_file(inputs, tmp_path, capsys):
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(inputs["store"], store)
+    catalogue = store / "store.sqlite"
+    data = bytearray(catalogue.read_bytes())
+    data[100:4096] = (b"\x00garbage\xff" * 500)[:3996]            # the schema page, after the file header
+    catalogue.write_bytes(bytes(data))
+    for command in (["docs"], ["search", "timeout"]):
+        assert main([*command, "--store", str(store)]) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert "store.sqlite" in line and "cannot be read" in line, line
