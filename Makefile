@@ -130,6 +130,11 @@ bench-tiers: install ## tiered generation through the OpenAI-compatible stub: ex
 	$(BIN)/python -m benchmarks.tiers
 	$(BIN)/python -m benchmarks.report
 
+.PHONY: bench-followups
+bench-followups: install ## which earlier turns the conversation rule sends, and the expected document in the top 10: follow-ups and unrelated questions -> BENCHMARKS.md
+	$(BIN)/python -m benchmarks.followups
+	$(BIN)/python -m benchmarks.report
+
 bench-monitor: install ## drift alarm: simulate a broken embedder / deleted documents on a copy of the demo store -> BENCHMARKS.md
 	$(BIN)/python -m benchmarks.monitor_drift
 	$(BIN)/python -m benchmarks.report
