@@ -25,7 +25,7 @@ def test_the_section_is_deterministic_and_shows_the_files_numbers():
     changed = copy.deepcopy(results)
     changed["sets"]["follow_ups"]["hit_rate"]["never"] = 0.5
     n = changed["sets"]["follow_ups"]["questions"]
-    assert f"50.0 % [" in followups.render(changed) and f"({round(n / 2)}/{n})" in followups.render(changed)
+    assert "50.0 % [" in followups.render(changed) and f"({round(n / 2)}/{n})" in followups.render(changed)
 
 
 def test_unrelated_conversations_pair_a_question_with_an_earlier_one_about_other_documents():
