@@ -160,6 +160,28 @@ def render_turns(turns: list[Turn]) -> None:
                     render_trace(turn.trace, key=f"ask.t{i}", rewrite_note=turn.history_note)
 
 
+# Scrolls the page so the newest answer's top sits below Streamlit's header: a chat page otherwise keeps its scroll
+# position (or jumps to the bottom), and at 1024×768 the answer of a first question starts below the fold. The
+# script is the app's own (no retrieved text in it); the turn count in it makes each new answer a new element.
+_SCROLL_TO_NEWEST = """<script>/* turn {turns} */
+setTimeout(function () {{
+  var answers = window.parent.document.querySelectorAll('.wb-answer, .wb-abstention');
+  if (!answers.length) return;
+  var newest = answers[answers.length - 1];
+  newest.style.scrollMarginTop = '80px';
+  newest.scrollIntoView({{block: 'start'}});
+}}, 250);
+</script>"""
+
+
+def keep_newest_in_view(turns: list[Turn]) -> None:
+    """After the conversation is drawn: scroll to the newest answer (a zero-height component)."""
+    if turns:
+        import streamlit.components.v1 as components
+
+        components.html(_SCROLL_TO_NEWEST.format(turns=len(turns)), height=0)
+
+
 def _render_compact(trace: Trace) -> None:
     if gate_abstained(trace) or trace.abstained:
         st.html(render.abstention_html(trace, abstention_headline(trace)))

@@ -3,7 +3,14 @@
 import streamlit as st
 
 from workbench.app import page
-from workbench.app.ask_view import TURNS, ask_pending, ask_with_mode, render_examples, render_turns
+from workbench.app.ask_view import (
+    TURNS,
+    ask_pending,
+    ask_with_mode,
+    keep_newest_in_view,
+    render_examples,
+    render_turns,
+)
 from workbench.app.conversation import DEFAULT_MODE, MODES
 
 cfg, pipe = page.setup("Ask", "Answers cite their sources or abstain. Markers: emerald = the cited passage "
@@ -27,6 +34,7 @@ if ask_pending(pipe, turns, cfg, mode, page.attempt):
 if not turns:
     render_examples(pipe)
 render_turns(turns)
+keep_newest_in_view(turns)
 
 asked = st.chat_input("Ask a question about the documents", key="ask.query")
 if asked is not None:
