@@ -199,5 +199,6 @@ def select_history(question: str, history: Sequence[Message | dict], mode: str =
         return HistoryChoice((), "Read as a new question (no continuation, pointer, ellipsis or shared topic): "
                                  "earlier turns were not sent.")
     sent = turns[thread_start(turns):]
-    return HistoryChoice(sent, f"Read as a follow-up ({cue}): the last {_count(sent)} of this thread went with it.",
-                         cue)
+    which = ("the previous question went with it" if len(_user_questions(sent)) == 1
+             else f"the last {_count(sent)} of this thread went with it")
+    return HistoryChoice(sent, f"Read as a follow-up ({cue}): {which}.", cue)

@@ -217,7 +217,7 @@ def _ask_turn(page: Page, question: str, turn: int, trace: bool = True) -> None:
     """Ask ``question`` as the ``turn``-th question of the chat and wait for its answer; with ``trace``, open
     the newest answer's trace (closed by default) and wait for it."""
     box = page.get_by_test_id("stChatInputTextArea")
-    box.fill(question)
+    box.fill(question, timeout=WAIT_MS)   # the input comes back when the previous run ends: slow on a busy machine
     box.press("Enter")
     expect(page.get_by_test_id("stChatMessage")).to_have_count(2 * turn, timeout=WAIT_MS)
     expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=WAIT_MS)
