@@ -44,7 +44,7 @@ ingest: install ## ingest the bundled demo corpus into $(STORE) (incremental)
 
 app: install ingest ## install, ingest the demo corpus if needed, start the Streamlit app on it
 	WORKBENCH_HOME=$(STORE) $(BIN)/streamlit run streamlit_app.py --server.address $(HOST) --server.port $(PORT) \
-		--server.headless true --browser.gatherUsageStats false
+		--server.headless true --browser.gatherUsageStats false --server.fileWatcherType none
 
 test: install ## install and run every test: unit, app, browser, notebooks (nbval) and the deploy gate
 	@echo "skips allowed under CI=true (tests/skip_allowlist.txt):"; grep -v '^#' tests/skip_allowlist.txt | grep . || echo "  none"
@@ -128,6 +128,11 @@ bench-week-one: install ## week-one report: how often citations are wrong with t
 
 bench-tiers: install ## tiered generation through the OpenAI-compatible stub: expensive calls, cost, correct rate per arm -> BENCHMARKS.md
 	$(BIN)/python -m benchmarks.tiers
+	$(BIN)/python -m benchmarks.report
+
+.PHONY: bench-followups
+bench-followups: install ## which earlier turns the conversation rule sends, and the expected document in the top 10: follow-ups and unrelated questions -> BENCHMARKS.md
+	$(BIN)/python -m benchmarks.followups
 	$(BIN)/python -m benchmarks.report
 
 bench-monitor: install ## drift alarm: simulate a broken embedder / deleted documents on a copy of the demo store -> BENCHMARKS.md

@@ -45,6 +45,7 @@ SECTIONS = (
     Section("gate_k", "gate_k", "Gate operating point across the fusion constant k", "make bench-gate-k"),
     Section("calibrate", "calibrate", "Label-free gate calibration", "make bench-calibrate"),
     Section("abstention_cases", "abstention_cases", "Abstention cases", "make bench-abstention-cases"),
+    Section("followups", "followups", "Conversation: follow-ups and unrelated questions", "make bench-followups"),
     Section("correctness_report", "correctness_handcheck", "Answer correctness",
             ".venv/bin/workbench eval golden/golden.jsonl --split all --out build/correctness-eval && "
             ".venv/bin/python -m benchmarks.correctness_report --measure build/correctness-eval"),

@@ -21,6 +21,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from workbench.conversation import MODES as CONVERSATION_MODES
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -47,14 +49,28 @@ def _escape(text) -> str:
     return escape(os.fsdecode(text) if isinstance(text, bytes) else str(text))
 
 
+MAX_INPUT_FILE_BYTES = 8 * 1024 * 1024   # a --config or --history file larger than this is not one
+MAX_ERROR_CHARS = 400                     # an error line quotes at most this much of what it names
+
+
+def read_bounded(path: Path, what: str, limit: int = MAX_INPUT_FILE_BYTES) -> str:
+    """The UTF-8 text of ``path``, read at most ``limit`` bytes far: a larger file (or an endless one such as
+    /dev/zero) is an error naming it, before anything is parsed. OSError and UnicodeDecodeError pass through."""
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise CliError(f"{what} {path} is larger than {limit // (1024 * 1024)} MB; it cannot be one")
+    return data.decode("utf-8")
+
+
 def load_config(args: argparse.Namespace):
-    from pipeline.config import PipelineConfig
+    from pipeline.config import ConfigError, PipelineConfig
 
     cfg = PipelineConfig()
     if getattr(args, "config", None):
         path = Path(args.config)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_bounded(path, "config file")
         except OSError as exc:
             raise CliError(f"cannot read config file {path}: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:
@@ -64,6 +80,12 @@ def load_config(args: argparse.Namespace):
             cfg = PipelineConfig.from_json(text)
         except RecursionError:
             raise CliError(f"config file {path} is nested too deeply to be a config") from None
+        except (ValueError, OverflowError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            # json's own limits, e.g. an integer of thousands of digits ("Exceeds the limit ... for integer
+            # string conversion"): the file is not a config this program can read
+            raise CliError(f"config file {path} is not a valid config: {exc}") from None
     if getattr(args, "set", None):
         cfg = cfg.with_overrides(list(args.set))
     return cfg
@@ -139,7 +161,7 @@ def _read_history(path: str | None):
     if not path:
         return ()
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(read_bounded(Path(path), "history file"))
     except OSError as exc:
         raise CliError(f"cannot read history file {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -156,6 +178,22 @@ def _read_history(path: str | None):
     return data
 
 
+def _choose_history(args: argparse.Namespace, question: str):
+    """The turns of ``--history`` that go with ``question`` under ``--history-mode``: the Ask page's rule
+    (:func:`workbench.conversation.select_history`), so the CLI and the app send the same turns."""
+    from pipeline.engine import QuestionError
+    from workbench.conversation import select_history
+
+    try:
+        return select_history(question, _read_history(args.history), args.history_mode)
+    except QuestionError as exc:
+        raise CliError(f"history file {args.history}: {exc}") from None
+
+
+def _with_note(note: str, text: str) -> str:
+    return f"{note}\n{text}" if note else text
+
+
 def _pipeline(args: argparse.Namespace, cfg, store):
     from pipeline.engine import Pipeline
 
@@ -169,12 +207,13 @@ def cmd_search(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     with open_store(args, cfg) as store:
         _require_corpus(store, args)
-        trace = _pipeline(args, cfg, store).search(args.query, history=_read_history(args.history))
-    data = trace.to_dict()
+        choice = _choose_history(args, args.query)
+        trace = _pipeline(args, cfg, store).search(args.query, history=choice.history)
+    data = {**trace.to_dict(), "history_note": choice.note}
     for key in ("generation", "validation", "trust"):
         data.pop(key, None)
     data["flags"] = search_flags(trace)  # raw text stays in the JSON; flags say what a consumer must escape
-    _emit(args, data, lambda: safe(render_search(trace)))
+    _emit(args, data, lambda: safe(_with_note(choice.note, render_search(trace))))
     return 0
 
 
@@ -185,8 +224,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     with open_store(args, cfg) as store:
         _require_corpus(store, args)
-        trace = _pipeline(args, cfg, store).ask(args.question, history=_read_history(args.history))
-    _emit(args, {**trace.to_dict(), "flags": answer_flags(trace)}, lambda: safe(render_answer(trace)))
+        choice = _choose_history(args, args.question)
+        trace = _pipeline(args, cfg, store).ask(args.question, history=choice.history)
+    _emit(args, {**trace.to_dict(), "history_note": choice.note, "flags": answer_flags(trace)},
+          lambda: safe(_with_note(choice.note, render_answer(trace))))
     return 0
 
 
@@ -422,12 +463,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", help="retrieve, rerank and gate (no generation)")
     p.add_argument("query", metavar="QUERY")
     p.add_argument("--history", metavar="FILE", help="JSON list of {role, content} turns")
+    p.add_argument("--history-mode", choices=list(CONVERSATION_MODES), default="follow-ups",
+                   help="which turns of --history go with the question: follow-ups (default; only when it reads "
+                        "as a follow-up, the current thread; the Ask page's rule), always, never")
     _common(p)
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("ask", help="answer a question with cited sources, or abstain")
     p.add_argument("question", metavar="QUESTION")
     p.add_argument("--history", metavar="FILE", help="JSON list of {role, content} turns")
+    p.add_argument("--history-mode", choices=list(CONVERSATION_MODES), default="follow-ups",
+                   help="which turns of --history go with the question: follow-ups (default; only when it reads "
+                        "as a follow-up, the current thread; the Ask page's rule), always, never")
     _common(p)
     p.set_defaults(func=cmd_ask)
 
@@ -436,7 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", metavar="FLOORS", help="exit non-zero when a metric is below its floor")
     p.add_argument("--csv", metavar="FILE", help="also write the per-row results as CSV")
     p.add_argument("--out", metavar="DIR", help="write summary, rows and traces under DIR")
-    p.add_argument("--limit", type=int, default=None, help="only the first N cases")
+    p.add_argument("--limit", type=_positive_int, default=None, help="only the first N cases")
     p.add_argument("--no-nli", action="store_true",
                    help="skip the evaluation's own NLI runs (correctness by entailment; claims the validator did "
                         "not read); the validator's NLI labels are still summarised")
@@ -496,7 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("runs", help="list query_runs, or show one trace")
     p.add_argument("action", nargs="?", choices=["list", "show"], default="list")
     p.add_argument("run_id", nargs="?", metavar="RUN_ID")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=_positive_int, default=50, help="how many runs, newest first (default 50)")
     _common(p, config=False)
     p.set_defaults(func=cmd_runs)
 
@@ -541,11 +588,57 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _clip(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """An error line's text cut to ``limit`` characters, saying how much was left out (a 100,000-character id
+    is named by its start, not echoed)."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def _require_utf8(args: argparse.Namespace) -> None:
+    """Arguments are text: bytes that are not UTF-8 (Python keeps them as lone surrogates) are an error naming
+    the argument, not an encoding failure later."""
+    for name, value in vars(args).items():
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, str):
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise CliError(f"the {name.replace('_', '-')} argument is not valid UTF-8 (a byte that is not "
+                                   f"text at character {exc.start}); pass it as UTF-8 text") from None
+
+
+def _damaged_database(exc: BaseException, args: argparse.Namespace) -> str:
+    """For SQLite's "file is not a database" / "malformed" errors: a line naming the store's database files and
+    what to do ("" for any other exception)."""
+    import sqlite3
+
+    if not isinstance(exc, sqlite3.DatabaseError) or isinstance(exc, sqlite3.OperationalError | sqlite3.IntegrityError):
+        return ""
+    from pipeline.storage.store import data_dir
+
+    home = data_dir(getattr(args, "store", None))
+    files = ", ".join(str(p) for p in sorted(home.glob("*.sqlite"))) or str(home)
+    return (f"a database file of the store {home} is damaged ({exc}): {files}; restore it from a backup, or move "
+            "the store aside and ingest again")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{_clip(text, 40)!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number; give 1 or more")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = os.environ.get("WORKBENCH_DEBUG")
     try:
+        _require_utf8(args)
         if getattr(args, "store", None) is not None and not args.store.strip():
             raise CliError("--store is empty (an unset shell variable?); name the store directory, or leave --store "
                            "out to use $WORKBENCH_HOME or .workbench")
@@ -557,15 +650,19 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         if isinstance(exc, _known_errors()):
-            print(f"error: {_escape(exc)}", file=sys.stderr)
+            print(f"error: {_clip(_escape(exc))}", file=sys.stderr)
             return EXIT_USAGE
         if isinstance(exc, OSError) and exc.filename is not None:  # a path the user gave cannot be used
-            print(f"error: cannot use {_escape(exc.filename)}: {exc.strerror or exc}", file=sys.stderr)
+            print(f"error: cannot use {_clip(_escape(exc.filename))}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
+        damaged = _damaged_database(exc, args)
+        if damaged:
+            print(f"error: {_clip(_escape(damaged))}", file=sys.stderr)
             return EXIT_USAGE
         if isinstance(exc, RecursionError):  # only input nests this deep
             print(f"error: the input is nested too deeply to read ({exc})", file=sys.stderr)
             return EXIT_USAGE
-        print(f"internal error: {type(exc).__name__}: {_escape(exc)} (set WORKBENCH_DEBUG=1 for the traceback)",
+        print(f"internal error: {type(exc).__name__}: {_clip(_escape(exc))} (set WORKBENCH_DEBUG=1 for the traceback)",
               file=sys.stderr)
         return 1
 

@@ -110,9 +110,14 @@ def texts_of(at: AppTest) -> str:
     return "\n".join(parts)
 
 
-def ask(at: AppTest, question: str) -> AppTest:
+def ask(at: AppTest, question: str, trace: bool = True) -> AppTest:
+    """Ask ``question`` on the Ask page; with ``trace``, open the newest answer's trace (closed by default)."""
     at.chat_input(key="ask.query").set_value(question).run()
     assert not at.exception, [e.value for e in at.exception]
+    latest = [t for t in at.toggle if t.key.startswith("ask.show_trace.") and t.key.endswith(".latest")]
+    if trace and latest:
+        latest[-1].set_value(True).run()
+        assert not at.exception, [e.value for e in at.exception]
     return at
 
 

@@ -110,6 +110,15 @@ def test_always_mode_sends_the_history_even_to_an_unrelated_question(app_env):
     assert "max_retries" in _latest_trace(at).rewrite.query
 
 
+def test_the_newest_answer_ends_the_page_with_its_trace_one_toggle_away(app_env):
+    at = ask(open_app(), "What does ERR_TIMEOUT_502 mean?", trace=False)
+    assert at.toggle(key="ask.show_trace.0.latest").value is False
+    assert not any(t.label == "Retrieval" for t in at.tabs), "no trace below the answer until it is asked for"
+    assert 'class="wb-answer"' in html_of(at) or "wb-abstention" in html_of(at)
+    at.toggle(key="ask.show_trace.0.latest").set_value(True).run()
+    assert sum(t.label == "Retrieval" for t in at.tabs) == 1
+
+
 def test_earlier_turns_collapse_to_question_and_answer(app_env):
     at = ask(open_app(), "What does ERR_TIMEOUT_502 mean?")
     at = ask(at, "What's the default lifetime of an API token?")

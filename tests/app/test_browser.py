@@ -150,6 +150,8 @@ def test_answer_markers_are_coloured_by_verdict(app_url, page):
     expect(page.locator(".wb-source.wb-uncited").first).to_have_css("opacity", "0.45")
     expect(page.get_by_text("generator: extractive", exact=False).first).to_be_visible()
     _shot(page, "ask-answer-supported-markers.png")
+    expect(page.get_by_role("tab", name="Retrieval")).to_have_count(0)   # the trace is closed by default
+    page.get_by_text("Show the trace").last.click()
     page.get_by_role("tab", name="Retrieval").click()
     expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=WAIT_MS)
     _shot(page, "ask-trace-retrieval-table-and-contributions.png")
@@ -211,10 +213,11 @@ def test_injected_script_and_onerror_never_run(app_url, page):
 # -- issue 17: a demo that survives live questions, a gallery a researcher can act on --------------------------
 # Screenshots: test-output/issue17-*.png. Item numbers are the issue's.
 
-def _ask_turn(page: Page, question: str, turn: int) -> None:
-    """Ask ``question`` as the ``turn``-th question of the chat and wait for its answer."""
+def _ask_turn(page: Page, question: str, turn: int, trace: bool = True) -> None:
+    """Ask ``question`` as the ``turn``-th question of the chat and wait for its answer; with ``trace``, open
+    the newest answer's trace (closed by default) and wait for it."""
     box = page.get_by_test_id("stChatInputTextArea")
-    box.fill(question)
+    box.fill(question, timeout=WAIT_MS)   # the input comes back when the previous run ends: slow on a busy machine
     box.press("Enter")
     expect(page.get_by_test_id("stChatMessage")).to_have_count(2 * turn, timeout=WAIT_MS)
     expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=WAIT_MS)
@@ -223,7 +226,9 @@ def _ask_turn(page: Page, question: str, turn: int) -> None:
     # and for one trace, the newest turn's.
     newest = page.get_by_test_id("stChatMessage").nth(2 * turn - 1)
     expect(newest.locator(".wb-answer, .wb-abstention")).to_have_count(1, timeout=WAIT_MS)
-    expect(page.get_by_role("tab", name="Rewrite")).to_have_count(1, timeout=WAIT_MS)
+    if trace:
+        newest.get_by_text("Show the trace").click()
+        expect(page.get_by_role("tab", name="Rewrite")).to_have_count(1, timeout=WAIT_MS)
 
 
 def test_issue17_conversation_mode_and_a_tidy_chat(app_url, page):
@@ -387,3 +392,49 @@ def test_opening_a_source_records_a_citation_click(app_url, page, real_demo_home
     expect(page.get_by_role("heading", name="Citation click-through")).to_be_visible(timeout=WAIT_MS)
     expect(page.get_by_role("heading", name="Drift alarm")).to_be_visible()
     _shot(page, "issue18-monitor-page.png")
+
+
+# -- issue 30: a conversation whose follow-ups keep their topic, with the newest answer in view ---------------------
+
+ROTATE_DOC = "guide-rotate-signing-secrets"
+
+
+def _latest_run_docs(home: Path, question: str) -> list[str]:
+    """The documents of the first 10 candidates (final order) of the newest logged run of ``question``."""
+    from pipeline.storage.runs import RunLog
+
+    log = RunLog(Path(home) / "runs.sqlite")
+    run = next(r for r in log.list(limit=50) if r.question == question)
+    trace = log.get(run.run_id)
+    return list(dict.fromkeys(c.doc_id for c in trace.ranked_candidates()))[:10]
+
+
+@pytest.mark.parametrize("width,height", [(1280, 900), (1024, 768)])
+def test_issue30_one_chat_keeps_its_topic_and_the_newest_answer_in_view(app_url, browser, real_demo_home, width,
+                                                                        height):
+    """An answerable question, two follow-ups that depend on it (each retrieves the rotation guide in its first
+    10 documents, read from the run log), an unrelated question that carries none of the earlier terms; after
+    each, the newest answer is in the viewport (the trace is closed by default and the page scrolls to it)."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    try:
+        _open(page, app_url)
+        turns = [("How do I rotate a webhook signing secret?", ROTATE_DOC),
+                 ("and how long does that take?", ROTATE_DOC),
+                 ("and what happens to the old secret meanwhile?", ROTATE_DOC),
+                 ("What is the capital of France?", None)]
+        for turn, (question, document) in enumerate(turns, start=1):
+            _ask_turn(page, question, turn, trace=False)
+            newest = page.get_by_test_id("stChatMessage").nth(2 * turn - 1)
+            expect(newest.locator(".wb-answer, .wb-abstention")).to_be_in_viewport(timeout=WAIT_MS)
+            _shot(page, f"issue30-chat-{width}x{height}-turn{turn}.png")
+            if document:
+                assert document in _latest_run_docs(real_demo_home, question), question
+        asked = page.get_by_test_id("stChatMessage").nth(2 * len(turns) - 2)
+        assert "Read as a new question" in asked.inner_text(), "the unrelated question goes without the history"
+        assert "Read as a follow-up" in page.get_by_test_id("stChatMessage").nth(2).inner_text()
+        newest.get_by_text("Show the trace").click()
+        page.get_by_role("tab", name="Rewrite").click()
+        assert "rotat" not in page.locator(".wb-rewrite").inner_text().split("query used")[-1].lower()
+    finally:
+        context.close()

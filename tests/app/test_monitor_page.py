@@ -41,6 +41,8 @@ def test_an_abstention_surge_raises_the_alarm_and_lists_its_runs(scratch_env):
     assert all(q.startswith(HOSTILE) for q in behind["question"])            # shown as text in a table
     buckets = next(df.value for df in at.dataframe if "bucket" in df.value.columns and "runs" in df.value.columns)
     assert list(buckets["bucket"]) == ["2026-01-01", "2026-01-02"] and list(buckets["runs"]) == [100, 25]
+    assert "latency p50 (ms)" in buckets.columns and not any(c.endswith("_ms") for c in buckets.columns), \
+        "headers a reader understands, not field names"
     docs = next(df.value for df in at.dataframe if "doc_id" in df.value.columns)
     row = docs[docs["doc_id"] == "err-timeout-502"].iloc[0]
     assert (row["runs_offered"], row["runs_clicked"], row["clicks"]) == (100, 1, 1)

@@ -126,7 +126,7 @@ def test_a_fusion_setting_that_puts_the_fused_threshold_out_of_reach_is_warned(a
 def test_the_reranker_note_appears_when_it_is_not_installed(offline_env):
     at = open_app(settings=None)
     notes = [c.value for c in at.sidebar.caption]
-    assert any("Not installed here" in n for n in notes)
+    assert any(n.startswith("Not available here") and "The gate answers" in n for n in notes)
 
 
 def test_the_models_panel_says_which_models_are_here_and_what_a_missing_one_changes(app_env):

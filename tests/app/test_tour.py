@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from conftest import html_of, markdown_of, open_app, texts_of
 
+from pipeline.config import PipelineConfig
+from workbench.app import explain
 from workbench.app.scenarios import SCENARIOS
 
 
 def test_the_tour_states_its_config(app_env):
     at = open_app("tour")
-    assert any("default configuration" in m and "both reach their thresholds" in m for m in markdown_of(at))
+    assert any("default configuration" in m and explain.gate_summary(PipelineConfig()) in m for m in markdown_of(at))
+    assert any(c.value.startswith("The gate answers") for c in at.sidebar.caption), "the sidebar says the rule that runs"
+    assert not any("fused and dense" in m for m in markdown_of(at))
     assert [s.value for s in at.subheader] == [f"{i}. {s.title}" for i, s in enumerate(SCENARIOS, start=1)]
 
 

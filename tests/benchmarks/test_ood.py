@@ -46,10 +46,10 @@ def test_the_squad_section_is_deterministic_and_shows_its_files_numbers():
     assert text == squad2.render(copy.deepcopy(results))
     assert text.startswith("## Abstention on SQuAD 2.0") and meta_line(results["meta"]) in text
     dense = results["analysis"]["signals"]["dense"]
-    assert f"| dense | {dense['roc_auc']:.3f} |" in text
+    assert f"| dense | {dense['roc_auc']:.3f} [" in text
     changed = copy.deepcopy(results)
     changed["analysis"]["signals"]["dense"]["roc_auc"] = 0.9876
-    assert "| dense | 0.988 |" in squad2.render(changed)
+    assert "| dense | 0.988 [" in squad2.render(changed)
     assert f"{results['questions']:,} of {results['all_questions']:,} dev questions" in text
 
 

@@ -35,6 +35,9 @@ def inputs(tmp_path_factory) -> dict[str, str]:
     (root / "deep.json").write_text(DEEP, encoding="utf-8")
     (root / "bigint.json").write_text("[" + "9" * 5000 + "]", encoding="utf-8")
     (root / "a-file").write_text("not a folder\n", encoding="utf-8")
+    (root / "bigint-config.json").write_text('{"gate": {"closest_documents": ' + "9" * 5000 + "}}", encoding="utf-8")
+    (root / "hugefloat-config.json").write_text('{"gate": {"confidence_threshold_dense": ' + "9" * 4000 + "}}",
+                                                encoding="utf-8")
     (root / "golden.jsonl").write_text('{"id": "g1", "question": "What is the timeout?", "answerable": false}\n',
                                        encoding="utf-8")
     (root / "deep-golden.jsonl").write_text('{"id": "g1", "question": "What is the timeout?", "answerable": false}\n'
@@ -59,6 +62,14 @@ CASES = [
     pytest.param(["runs", "--store", "{root}/a-file"], "a-file", id="runs-store-is-a-file"),
     pytest.param(["docs", "--store", "{root}/a-file"], "a-file", id="docs-store-is-a-file"),
     pytest.param(["delete", "no-such-doc"], "no document with id", id="delete-unknown-id"),
+    # issue 31, item 4: bounded reads, huge integers, bytes that are not text
+    pytest.param(["search", "timeout", "--config", "/dev/zero"], "larger than", id="config-endless-file"),
+    pytest.param(["ask", "What is the timeout?", "--history", "/dev/zero"], "larger than", id="history-endless-file"),
+    pytest.param(["search", "timeout", "--config", "{root}/bigint-config.json"], "not a valid config",
+                 id="config-5000-digit-integer"),
+    pytest.param(["search", "timeout", "--config", "{root}/hugefloat-config.json"], "not a valid config",
+                 id="config-integer-too-large-for-a-float"),
+    pytest.param(["ask", "what is the timeout\udcff?"], "not valid UTF-8", id="question-not-utf8"),
 ]
 
 
@@ -99,3 +110,49 @@ def test_an_error_line_cannot_be_split_or_coloured_by_the_input(inputs, capsys, 
     assert main([a.format(**inputs) for a in args] + ["--store", inputs["store"]]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert "\x1b" not in line and "evil\\nerror: forged\\x1b[31m" in line
+
+
+def test_an_error_line_names_a_huge_value_by_its_start(inputs, capsys):
+    assert main(["delete", "x" * 100_000, "--store", inputs["store"]]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: no document with id") and len(line) < 600 and "more characters" in line
+
+
+@pytest.mark.parametrize("limit", ["-5", "0", "ten"])
+def test_runs_limit_must_be_a_positive_number(inputs, capsys, limit):
+    with pytest.raises(SystemExit) as exit_:
+        main(["runs", "--limit", limit, "--store", inputs["store"]])
+    assert exit_.value.code == 2
+    assert "--limit" in capsys.readouterr().err
+
+
+def test_a_damaged_catalogue_page_read_mid_command_is_one_line_naming_the_file(inputs, capsys, monkeypatch):
+    """Garbage in the middle of store.sqlite is found only when a command reads that page (the store opened
+    cleanly): SQLite's DatabaseError then names no file, so the line names the store's database files."""
+    import sqlite3
+
+    from pipeline.storage.store import Store
+
+    def damaged(self):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(Store, "documents", damaged)
+    assert main(["docs", "--store", inputs["store"]]) == 2
+    err = capsys.readouterr().err
+    (line,) = err.splitlines()
+    assert line.startswith("error: a database file of the store") and "store.sqlite" in line and "malformed" in line
+
+
+def test_a_damaged_catalogue_header_is_one_line_naming_the_file(inputs, tmp_path, capsys):
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(inputs["store"], store)
+    catalogue = store / "store.sqlite"
+    data = bytearray(catalogue.read_bytes())
+    data[100:4096] = (b"\x00garbage\xff" * 500)[:3996]            # the schema page, after the file header
+    catalogue.write_bytes(bytes(data))
+    for command in (["docs"], ["search", "timeout"]):
+        assert main([*command, "--store", str(store)]) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert "store.sqlite" in line and "cannot be read" in line, line

@@ -193,3 +193,27 @@ def test_an_empty_store_argument_is_an_error_not_the_default_store(command, tmp_
     err = capsys.readouterr().err
     assert err.startswith("error: --store is empty") and err.count("\n") == 1
     assert not (tmp_path / ".workbench").exists(), "nothing touched the default store"
+
+
+# -- --history: the Ask page's rule decides which turns go with the question ----------------------------------------
+
+def test_history_goes_with_a_follow_up_and_not_with_an_unrelated_question(in_process, tmp_path, capsys):
+    main, _ = in_process
+    history = tmp_path / "turns.json"
+    history.write_text(json.dumps([{"role": "user", "content": "How do I rotate a webhook signing secret?"},
+                                   {"role": "assistant", "content": "Rotate it with harborctl secrets rotate."}]))
+
+    def search(question, *flags):
+        assert main(["search", question, "--history", str(history), "--json", *flags]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    unrelated = search("What is the capital of France?")
+    assert unrelated["history"] == [] and "new question" in unrelated["history_note"]
+    assert "rotate" not in unrelated["rewrite"]["query"].lower()
+    follow_up = search("and how long does that take?")
+    assert len(follow_up["history"]) == 2 and "follow-up" in follow_up["history_note"]
+    assert "rotate" in follow_up["rewrite"]["query"].lower()
+    forced = search("What is the capital of France?", "--history-mode", "always")
+    assert len(forced["history"]) == 2
+    assert main(["search", "and how long does that take?", "--history", str(history)]) == 0
+    assert capsys.readouterr().out.startswith("Read as a follow-up (it opens with “and”)")

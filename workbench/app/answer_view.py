@@ -99,7 +99,8 @@ def _render_abstention_details(trace: Trace, key: str) -> None:
                 "how close", min_value=0, max_value=100, format="%d%%",
                 help="How far this document's best passage got towards what the gate needs to answer (100% = "
                      "enough): its weakest check, score over threshold."),
-            f"{scale} score": st.column_config.TextColumn(help=f"The raw {scale} score the list is ordered by.")})
+            f"{scale} score": st.column_config.TextColumn(help=f"The raw {scale} score (the list is ordered by how "
+                                                              "close, closest first).")})
     with st.expander("Technical details of the gate"):
         st.caption(md(f"Abstained at the gate ({conditions_text(gate)}). LLM calls for generation: 0; "
                       f"LLM calls saved: {trace.llm_calls_saved}."))
@@ -219,4 +220,4 @@ def _render_passage(trace: Trace, source: Source, rows: list[dict], key: str, nu
     else:
         st.caption("No claim cites this passage.")
     if candidate is not None:
-        st.text(candidate.text)
+        st.text(render.passage_text(candidate.text))

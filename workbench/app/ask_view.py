@@ -47,8 +47,9 @@ def render_examples(pipe: Pipeline) -> None:
         st.info("Ask a question about your documents below.")
         return
     st.markdown("**Try one of these** (the bundled Harbor Relay documents)")
-    columns = st.columns(3)
     for i, (label, shows, questions) in enumerate(EXAMPLES):
+        if i % 3 == 0:   # a row of columns per three examples, so the buttons of a row line up
+            columns = st.columns(3)
         with columns[i % 3]:
             if st.button(label, key=f"ask.example.{i}", help=" → ".join(questions), width="stretch"):
                 queue(questions)
@@ -146,14 +147,39 @@ def render_turns(turns: list[Turn]) -> None:
         with st.chat_message("assistant"):
             if latest:
                 render_answer(turn.trace, key=f"ask.t{i}")
-                # The key names the turn's role: once a newer turn arrives this toggle is a new one, off.
-                if st.toggle("Show the trace", value=True, key=f"ask.show_trace.{i}.latest"):
+                # Off by default, so the newest answer is what the page ends on (it scrolls to the bottom after
+                # each question); the key names the turn's role: once a newer turn arrives this toggle is a new one.
+                if st.toggle("Show the trace", value=False, key=f"ask.show_trace.{i}.latest",
+                             help="Every stage of this answer: rewrite, retrieval, rerank, gate, generation, "
+                                  "validation, with their scores and timings."):
                     render_trace(turn.trace, key=f"ask.t{i}", rewrite_note=turn.history_note)
             else:
                 _render_compact(turn.trace)
                 if st.toggle("Show citations and trace", value=False, key=f"ask.show_trace.{i}.earlier"):
                     render_answer(turn.trace, key=f"ask.t{i}")
                     render_trace(turn.trace, key=f"ask.t{i}", rewrite_note=turn.history_note)
+
+
+# Scrolls the page so the newest answer's top sits below Streamlit's header: a chat page otherwise keeps its scroll
+# position (or jumps to the bottom), and at 1024×768 the answer of a first question starts below the fold. The
+# script is the app's own (no retrieved text in it); the turn count in it makes each new answer a new element.
+_SCROLL_TO_NEWEST = """<script>/* turn {turns} */
+setTimeout(function () {{
+  var answers = window.parent.document.querySelectorAll('.wb-answer, .wb-abstention');
+  if (!answers.length) return;
+  var newest = answers[answers.length - 1];
+  newest.style.scrollMarginTop = '80px';
+  newest.scrollIntoView({{block: 'start'}});
+}}, 250);
+</script>"""
+
+
+def keep_newest_in_view(turns: list[Turn]) -> None:
+    """After the conversation is drawn: scroll to the newest answer (a zero-height component)."""
+    if turns:
+        import streamlit.components.v1 as components
+
+        components.html(_SCROLL_TO_NEWEST.format(turns=len(turns)), height=0)
 
 
 def _render_compact(trace: Trace) -> None:

@@ -42,8 +42,12 @@ def contributions_figure(trace: Trace, limit: int = 20) -> go.Figure:
     return fig
 
 
+UNIT_SCALES = ("rerank", "dense", "learned", "window", "coverage", "critical", "fused_norm")  # bounded by 1
+
+
 def _scale_range(scale: str, score: float, threshold: float) -> tuple[float, float]:
-    if scale in ("rerank", "dense"):
+    """The gauge's axis: a probability, cosine or share runs to 1 (from -1 only for a negative cosine)."""
+    if scale in UNIT_SCALES:
         return (0.0, 1.0) if min(score, threshold) >= 0 else (-1.0, 1.0)
     top = max(score, threshold, 1e-6) * 1.3
     return 0.0, max(top, 2 / 61)

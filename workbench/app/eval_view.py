@@ -42,6 +42,7 @@ HEADLINE = (("answer_rate_answerable", "answered (answerable)"),
             ("llm_calls_saved", "LLM calls saved"))
 
 
+HEADLINE_PER_ROW = 4     # at 1024 px five metrics in a row already cut "answered (answerable)" and "59.0 %"
 PROGRESS_EVERY_S = 0.2   # at most five redraws a second: each one is a message to the browser and a repaint
 
 
@@ -58,10 +59,21 @@ def progress_bar(label: str) -> Callable[[int, int, str], None]:
             return
         drawn[0] = now
         elapsed = now - started
-        left = f" · about {elapsed / done * (total - done):.0f} s left" if done >= 3 and done < total else ""
+        left = eta_text(elapsed, done, total)
         bar.progress(done / max(total, 1), text=f"{label}: {done}/{total}" + (f" ({case_id})" if case_id else "")
                      + left)
     return update
+
+
+def eta_text(elapsed_s: float, done: int, total: int) -> str:
+    """`` · about 40 s left``: the rest at the pace so far, once a tenth of the cases (at least three) and two
+    seconds have passed; never "0 s" while cases remain (a pace read off the fast first cases is rounded up)."""
+    if done >= total or done < max(3, total // 10) or elapsed_s < 2:
+        return ""
+    left = elapsed_s / done * (total - done)
+    if left < 10:
+        return " · a few seconds left"
+    return f" · about {left:.0f} s left" if left < 120 else f" · about {left / 60:.0f} min left"
 
 
 def run_key(path: str, limit: int, cfg: PipelineConfig, pipe: Pipeline) -> tuple:
@@ -141,7 +153,9 @@ def render_summary(evaluation: Evaluation, key: str) -> None:
                   f"{speed_line(s.get('run') or {}) or f'asked in {result.seconds:.1f} s'} · "
                   "answer cache off, runs not logged"))
     cis = s.get("intervals") or {}
-    for column, (name, label) in zip(st.columns(len(HEADLINE)), HEADLINE, strict=True):
+    rows = [HEADLINE[i:i + HEADLINE_PER_ROW] for i in range(0, len(HEADLINE), HEADLINE_PER_ROW)]
+    placed = [(c, m) for row in rows for c, m in zip(st.columns(HEADLINE_PER_ROW), row, strict=False)]
+    for column, (name, label) in placed:
         ci = cis.get(name)
         column.metric(label, _pct(s.get(name)),
                       help=f"95 % interval {_span(ci)} ({ci['method']}; {ci['k']:g} of {ci['n']})" if ci else None)
@@ -226,7 +240,7 @@ def replay_check(result: GoldenRun, fallback: GateConfig) -> tuple[int, int]:
 
 
 # the thresholds a point's row names: rerank, fused, dense, and a single-signal rule's own
-POINT_KEYS = ("t_rerank", "t_fused", "t_dense", *(f"t_{name}" for name in thresholds.EVIDENCE))
+POINT_KEYS = ("t_learned", "t_rerank", "t_fused", "t_dense", *(f"t_{name}" for name in thresholds.EVIDENCE))
 
 
 def interval_text(rate: float | None, n: int) -> str:

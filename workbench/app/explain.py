@@ -9,6 +9,7 @@ provider's exception stays in the details.
 
 from __future__ import annotations
 
+from pipeline.config import PipelineConfig
 from pipeline.gate.rule import EVIDENCE
 from pipeline.trace import GateCondition, GenerationTrace, Trace
 from workbench.app.thresholds import fmt
@@ -124,7 +125,9 @@ def closest_rows(trace: Trace) -> list[dict]:
         share = closeness(trace, d.chunk_id)
         rows.append({"document": d.title or d.doc_id, "how close": None if share is None else round(100 * share),
                      "id": d.doc_id, "chunk": d.chunk_id, f"{d.scale} score": fmt(d.scale, d.score)})
-    return rows
+    # closest first; the gate's own order (its scale's score) breaks ties and places rows without a share last
+    order = sorted(range(len(rows)), key=lambda i: (rows[i]["how close"] is None, -(rows[i]["how close"] or 0), i))
+    return [rows[i] for i in order]
 
 
 def fallback_label(gen: GenerationTrace) -> str:
@@ -145,3 +148,45 @@ def fallback_label(gen: GenerationTrace) -> str:
     if reason.startswith("provider"):
         return "the LLM call failed"
     return "the LLM's answer could not be used" if reason else ""
+
+
+_SIGNAL_WORDS = {
+    "window": "the best sentence-window cosine", "coverage": "the IDF-weighted share of the question's terms",
+    "critical": "the share of the question's identifiers, numbers and names found", "bm25": "the normalised BM25 score",
+    "dense_margin": "the dense top-1 margin", "fused_norm": "the normalised fused score",
+}
+
+
+def gate_summary(cfg: PipelineConfig, reader_available: bool = True) -> str:
+    """One sentence on when the gate answers, generated from the configuration that runs (``cfg.gate.signal``,
+    its thresholds, and whether the reader runs and its coefficient set is fitted), so a banner never says a
+    rule other than the one in the trace."""
+    from pipeline.gate.learned import reader_fitted
+
+    g = cfg.gate
+    reader = reader_available and cfg.rerank.enabled
+    signal = g.signal
+    if signal in ("auto", "learned"):
+        with_reader = reader and reader_fitted(g)
+        signals = ("the reader's best sentence score and the similarity and keyword signals" if with_reader
+                   else "the similarity and keyword signals (sentence-window cosine, term and identifier coverage, "
+                        "BM25, dense cosine and margin)")
+        return (f"The gate answers when the learned rule — a logistic combination of {signals} — gives at least "
+                f"{g.confidence_threshold_learned:g} that a passage states the answer; otherwise it says it does not "
+                "know.")
+    if signal == "rerank":
+        if reader:
+            return (f"The gate answers when the reader scores the best passage at least "
+                    f"{g.confidence_threshold_rerank:g}; otherwise it says it does not know.")
+        return ("The gate reads the reader's score, and the reader is off here, so it answers when the top fused "
+                f"score reaches {g.confidence_threshold_fused:g}.")
+    if signal == "fused":
+        return f"The gate answers when the top fused score reaches {g.confidence_threshold_fused:g}."
+    if signal == "dense":
+        return f"The gate answers when the best dense cosine reaches {g.confidence_threshold_dense:g}."
+    if signal == "fused_and_dense":
+        return (f"The gate answers only when the fused score reaches {g.confidence_threshold_fused:g} (both retrieval "
+                f"legs agree on the top chunk) and the dense cosine reaches {g.confidence_threshold_dense:g} "
+                "(something in the corpus is close in meaning).")
+    return (f"The gate answers when {_SIGNAL_WORDS.get(signal, signal)} reaches "
+            f"{getattr(g, f'confidence_threshold_{signal}'):g}, read alone.")

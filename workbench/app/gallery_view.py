@@ -68,8 +68,8 @@ COLUMNS = {
     "verdict": st.column_config.TextColumn(help="Answer correctness against the expected answer (correct, "
                                                 "partly, wrong); abstained when there is no answer to judge."),
     "gate": st.column_config.TextColumn(width="large", help="Every comparison the gate made, score vs threshold."),
-    "expected answer": st.column_config.TextColumn(width="medium"),
-    "answer": st.column_config.TextColumn(width="medium"),
+    "expected answer": st.column_config.TextColumn(width="large"),
+    "answer": st.column_config.TextColumn(width="large"),
 }
 
 
@@ -118,7 +118,7 @@ def render_gallery(result: GoldenRun, key: str) -> None:
             if not idx:
                 st.success(f"No {name} in this run.")
                 continue
-            st.dataframe(pd.DataFrame([case_row(result, i) for i in idx]), hide_index=True,
+            st.dataframe(pd.DataFrame([case_row(result, i) for i in idx]), hide_index=True, width="stretch",
                          key=f"{key}.{slug}.table", column_config=COLUMNS)
             labels = {i: f"{result.rows[i].id}: {result.rows[i].question[:90]}" for i in idx}
             chosen = st.selectbox("Open the case", idx, format_func=labels.get, key=f"{key}.{slug}.open")

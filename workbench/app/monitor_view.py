@@ -12,6 +12,10 @@ from workbench import monitor
 from workbench.app.render import md
 
 RATE_COLUMNS = {f"{m.name}_rate": m.label for m in monitor.METRICS}
+# the other per-bucket columns: a header a reader understands and one number format each
+OTHER_COLUMNS = {"latency_p50_ms": ("latency p50 (ms)", "%.0f"), "latency_p95_ms": ("latency p95 (ms)", "%.0f"),
+                 "prompt_tokens": ("prompt tokens", "%d"), "completion_tokens": ("completion tokens", "%d"),
+                 "llm_cost_usd": ("LLM cost (USD)", "%.4f"), "runs": ("runs", "%d")}
 
 
 def controls() -> tuple[str, int, int, float]:
@@ -57,7 +61,10 @@ def render_check(check: monitor.Check) -> None:
         "metric": t.label, "bad when": "higher" if t.direction == "up" else "lower",
         "baseline": f"{t.baseline_hits}/{t.baseline_n}", "baseline rate": t.baseline_rate,
         "recent": f"{t.recent_hits}/{t.recent_n}", "recent rate": t.recent_rate, "p-value": t.p_value,
-        "alarm": t.alarm} for t in check.tests]), hide_index=True, key="monitor.tests")
+        "alarm": t.alarm} for t in check.tests]), hide_index=True, key="monitor.tests", use_container_width=True,
+        column_config={"baseline rate": st.column_config.NumberColumn(format="percent"),
+                       "recent rate": st.column_config.NumberColumn(format="percent"),
+                       "p-value": st.column_config.NumberColumn(format="%.3g")})
     if check.runs_behind:
         st.markdown("**The runs behind the change** (open them on the Runs page)")
         st.dataframe(pd.DataFrame([{**r, "metrics": ", ".join(r["metrics"])} for r in check.runs_behind]),
@@ -69,8 +76,12 @@ def render_buckets(rep: monitor.Report) -> None:
     frame = pd.DataFrame(rep.buckets)
     if len(frame) > 1:  # a line needs two points
         st.line_chart(frame.set_index("bucket")[list(RATE_COLUMNS)].rename(columns=RATE_COLUMNS))
-    st.dataframe(frame.rename(columns=RATE_COLUMNS), hide_index=True, key="monitor.buckets", column_config={
-        label: st.column_config.NumberColumn(format="percent") for label in RATE_COLUMNS.values()})
+    labels = {**RATE_COLUMNS, **{k: label for k, (label, _) in OTHER_COLUMNS.items()}}
+    st.dataframe(frame.rename(columns=labels), hide_index=True, key="monitor.buckets", use_container_width=True,
+                 column_config={**{label: st.column_config.NumberColumn(format="percent")
+                                   for label in RATE_COLUMNS.values()},
+                                **{label: st.column_config.NumberColumn(format=fmt)
+                                   for label, fmt in OTHER_COLUMNS.values()}})
     if rep.unpriced_models:
         st.caption(md("No price in litellm's cost map for " + ", ".join(rep.unpriced_models)
                       + "; their runs count as 0 USD."))

@@ -20,6 +20,7 @@ from pipeline.engine import Pipeline, QuestionError
 from pipeline.models.resolve import ModelUnavailable
 from pipeline.storage.store import StoreError
 from workbench.app import resources
+from workbench.app.explain import gate_summary
 from workbench.app.models_view import render_models
 from workbench.app.render import md
 from workbench.app.sidebar import render_sidebar, state_config
@@ -33,11 +34,13 @@ def setup(title: str, caption: str) -> tuple[PipelineConfig, Pipeline]:
     stops the page with st.error if the store cannot be opened."""
     st.title(title)
     st.caption(caption)
-    status = load_models(state_config())
+    wanted = state_config()
+    status = load_models(wanted)
     notes = {}
     if status.reranker_error:
-        notes["rerank.enabled"] = "Not installed here: the gate uses the fused and dense checks instead."
+        notes["rerank.enabled"] = "Not available here. " + gate_summary(wanted, reader_available=False)
     cfg = render_sidebar(notes)
+    st.sidebar.caption(md(gate_summary(cfg, reader_available=not status.reranker_error)))
     render_models(cfg)
     try:
         pipe = resources.pipeline()

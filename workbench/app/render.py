@@ -172,3 +172,12 @@ def source_line_html(numbers: int | list[int], title: str, doc_id: str, version:
 
 def fmt(value: float | None, digits: int = 4) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
+
+
+_FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ \t]*[\w+.-]*[ \t]*$")
+
+
+def passage_text(text: str) -> str:
+    """A source passage as plain text for ``st.text``: Markdown code-fence lines (```` ```yaml ````, ``~~~``)
+    dropped, the code between them kept as it is; nothing else changes."""
+    return "\n".join(line for line in text.split("\n") if not _FENCE.match(line))

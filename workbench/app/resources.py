@@ -192,7 +192,13 @@ def warm_up(cfg: PipelineConfig, step: Callable[[str], None] = lambda line: None
             errors["reranker"] = str(exc) or type(exc).__name__
         seconds["reranker"] = time.perf_counter() - started
         step(f"Reranker ready ({seconds['reranker']:.1f} s)" if not errors["reranker"] else
-             "Reranker not available: the gate will use the fused and dense checks")
+             "Reader not available. " + _gate_summary(cfg))
     status = ModelStatus(errors["embedder"], errors["reranker"], cfg.rerank.model, seconds)
     _warmed()[key] = status
     return status
+
+
+def _gate_summary(cfg: PipelineConfig) -> str:
+    from workbench.app.explain import gate_summary
+
+    return gate_summary(cfg, reader_available=False)

@@ -29,8 +29,18 @@ TOP_CANDIDATES = 20
 
 
 def _kv(pairs: list[tuple[str, object]], key: str) -> None:
-    rows = [{"field": k, "value": _plain(v)} for k, v in pairs]
+    rows = [{"field": k[:-3], "value": ms_text(v)} if k.endswith(" ms") and isinstance(v, (int, float))
+            else {"field": k, "value": _plain(v)} for k, v in pairs]
     st.dataframe(pd.DataFrame(rows), hide_index=True, key=key, width="stretch")
+
+
+def ms_text(ms: float) -> str:
+    """A duration as a person reads it: ``12 ms``, ``1.4 ms``, ``< 0.1 ms`` (not ``0.0260``), ``2.35 s``."""
+    if ms >= 1000:
+        return f"{ms / 1000:.2f} s"
+    if ms >= 10:
+        return f"{ms:.0f} ms"
+    return f"{ms:.1f} ms" if ms >= 0.1 else "< 0.1 ms"
 
 
 def _plain(value: object) -> str:
@@ -387,8 +397,10 @@ def _claims_table(rows: list[dict], key: str) -> None:
               .apply(lambda col: [f"background-color: {verdict_colour.get(v, '#94a3b8')}33"
                                   for v in table["verdict"]], subset=["verdict"]))
     st.dataframe(styled, hide_index=True, key=key, width="stretch", column_config={
-        name: st.column_config.NumberColumn(format="%.2f") for name in ("P(entails)", "P(neutral)",
-                                                                        "P(contradicts)")})
+        **{name: st.column_config.NumberColumn(format="%.2f") for name in ("P(entails)", "P(neutral)",
+                                                                           "P(contradicts)")},
+        # the claim and the passage it was read against get room: a cut claim cannot be checked by eye
+        "claim": st.column_config.TextColumn(width="large"), "NLI read": st.column_config.TextColumn(width="large")})
 
 
 def _trust(trace: Trace, key: str) -> None:

@@ -40,3 +40,24 @@ def test_a_signal_that_was_not_measured_says_so():
     assert explain.failed_checks(measured) == [
         "no sentence of the top passages is close enough in meaning to the question (similarity 0.800; answering "
         "needs 0.900)"]
+
+
+# -- the gate in one sentence, from the configuration that runs ---------------------------------------------------
+
+def test_the_gate_summary_names_the_rule_and_threshold_that_run():
+    from pipeline.config import PipelineConfig
+
+    shipped = PipelineConfig()
+    text = explain.gate_summary(shipped)
+    assert "learned rule" in text and f"{shipped.gate.confidence_threshold_learned:g}" in text
+    assert "fused and dense" not in text and "both" not in text
+    fitted = shipped.with_overrides({"gate.learned_r_reader": 2.0})
+    assert "reader's best sentence score" in explain.gate_summary(fitted)
+    assert "reader's best sentence score" not in explain.gate_summary(fitted, reader_available=False)
+    both = shipped.with_overrides({"gate.signal": "fused_and_dense", "gate.confidence_threshold_dense": 0.61})
+    assert "0.61" in explain.gate_summary(both) and "fused score reaches" in explain.gate_summary(both)
+    rerank = shipped.with_overrides({"gate.signal": "rerank", "gate.confidence_threshold_rerank": 0.7})
+    assert "0.7" in explain.gate_summary(rerank)
+    assert "reader is off" in explain.gate_summary(rerank, reader_available=False)
+    window = shipped.with_overrides({"gate.signal": "window", "gate.confidence_threshold_window": 0.55})
+    assert "sentence-window cosine reaches 0.55, read alone" in explain.gate_summary(window)

@@ -2,22 +2,23 @@
 
 import streamlit as st
 
+from pipeline.config import PipelineConfig
 from workbench.app import page
 from workbench.app.answer_view import render_answer
+from workbench.app.explain import gate_summary
 from workbench.app.render import md
 from workbench.app.scenarios import SCENARIOS, TOUR_OVERRIDES, run_scenario
 from workbench.app.trace_view import render_trace
 
 RESULTS = "tour.results"
+TOUR_CONFIG = PipelineConfig().with_overrides(TOUR_OVERRIDES)
 
 _, pipe = page.setup("Demo tour", "The answerer would rather say \"I don't know\" than answer without a source. "
                      "Seven scenarios on the bundled Harbor Relay documents, one click each.")
 page.require_corpus(pipe)
 st.info("The tour runs with the default configuration, not the sidebar's"
         + ("" if not TOUR_OVERRIDES else " plus " + ", ".join(f"`{k} = {v}`" for k, v in TOUR_OVERRIDES.items()))
-        + ". Offline no cross-encoder is installed, so the gate answers only when the fused score (the two "
-        "retrieval legs agree on the top chunk) and the dense cosine (something in the corpus is semantically "
-        "close) both reach their thresholds.")
+        + ". " + gate_summary(TOUR_CONFIG, reader_available=not page.load_models(TOUR_CONFIG).reranker_error))
 results = st.session_state.setdefault(RESULTS, {})
 
 
