@@ -50,7 +50,7 @@ def _escape(text) -> str:
 
 
 MAX_INPUT_FILE_BYTES = 8 * 1024 * 1024   # a --config or --history file larger than this is not one
-MAX_ERROR_CHARS = 400                     # an error line quotes at most this much of what it names
+MAX_ERROR_CHARS = 2000                    # an error line is cut here: a value it quotes cannot make it endless
 
 
 def read_bounded(path: Path, what: str, limit: int = MAX_INPUT_FILE_BYTES) -> str:
