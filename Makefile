@@ -16,13 +16,15 @@ export PYTHONDONTWRITEBYTECODE := 1
 .DEFAULT_GOAL := help
 LOCAL_LLM_STAMP := $(VENV)/.installed-local-llm
 
-.PHONY: help install install-local-llm app ingest test test-fast gate lint bench bench-rerank bench-quality bench-squad bench-injection reliability reliability-check tune clean
+.PHONY: help install install-local-llm app ingest test test-all test-fast gate lint bench bench-rerank bench-quality bench-squad bench-injection reliability reliability-check tune clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-26s %s\n", $$1, $$2}'
 
 # make test runs the suite on this many pytest-xdist workers, a file per worker at a time (0: in one process)
 PYTEST_WORKERS ?= 2
+# make test leaves out the tests marked long (over ~20 s each; a faster test covers the same rule); make test-all runs them
+TEST_MARKS ?= not long
 
 install: $(STAMP) ## create .venv and install the project with test tools (idempotent)
 
@@ -46,9 +48,9 @@ app: install ingest ## install, ingest the demo corpus if needed, start the Stre
 	WORKBENCH_HOME=$(STORE) $(BIN)/streamlit run streamlit_app.py --server.address $(HOST) --server.port $(PORT) \
 		--server.headless true --browser.gatherUsageStats false --server.fileWatcherType none
 
-test: install ## install and run every test: unit, app, browser, notebooks (nbval) and the deploy gate
+test: install ## install and run the suite (every test but those marked long), notebooks (nbval) and the deploy gate
 	@echo "skips allowed under CI=true (tests/skip_allowlist.txt):"; grep -v '^#' tests/skip_allowlist.txt | grep . || echo "  none"
-	$(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) --dist loadfile -m "$(TEST_MARKS)"
 	$(BIN)/python -m pytest --nbval notebooks/ -p no:cacheprovider
 	@$(MAKE) --no-print-directory gate
 
@@ -82,6 +84,9 @@ reproduce-models: install ## retrain the shipped reader to its selected checkpoi
 .PHONY: models
 models: install ## download the hub models (a passage cross-encoder, the NLI model) where the network allows (says per model when it cannot)
 	HF_HUB_OFFLINE=0 $(BIN)/workbench models --download
+
+test-all: ## make test with the tests marked long as well
+	@$(MAKE) --no-print-directory test TEST_MARKS=""
 
 test-fast: install ## unit tests only, skipping the slow and browser ones
 	$(BIN)/python -m pytest tests -m "not slow and not browser"

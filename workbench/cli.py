@@ -442,6 +442,14 @@ def _common(p: argparse.ArgumentParser, config: bool = True, json_flag: bool = T
                        help="override one setting, e.g. --set gate.signal=dense (repeatable)")
 
 
+def _history_options(p: argparse.ArgumentParser) -> None:
+    """--history and --history-mode, as search and ask both take them."""
+    p.add_argument("--history", metavar="FILE", help="JSON list of {role, content} turns")
+    p.add_argument("--history-mode", choices=list(CONVERSATION_MODES), default="follow-ups",
+                   help="which turns of --history go with the question: follow-ups (default; only when it reads "
+                        "as a follow-up, the current thread; the Ask page's rule), always, never")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workbench", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -462,19 +470,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", help="retrieve, rerank and gate (no generation)")
     p.add_argument("query", metavar="QUERY")
-    p.add_argument("--history", metavar="FILE", help="JSON list of {role, content} turns")
-    p.add_argument("--history-mode", choices=list(CONVERSATION_MODES), default="follow-ups",
-                   help="which turns of --history go with the question: follow-ups (default; only when it reads "
-                        "as a follow-up, the current thread; the Ask page's rule), always, never")
+    _history_options(p)
     _common(p)
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("ask", help="answer a question with cited sources, or abstain")
     p.add_argument("question", metavar="QUESTION")
-    p.add_argument("--history", metavar="FILE", help="JSON list of {role, content} turns")
-    p.add_argument("--history-mode", choices=list(CONVERSATION_MODES), default="follow-ups",
-                   help="which turns of --history go with the question: follow-ups (default; only when it reads "
-                        "as a follow-up, the current thread; the Ask page's rule), always, never")
+    _history_options(p)
     _common(p)
     p.set_defaults(func=cmd_ask)
 

@@ -77,23 +77,21 @@ like make makes many may me might more most much must my need needs no not now o
 other our out over own please same should so some still such than that the their them then there these they this
 those through to too under until up us use used using very want was way we well were what when where whether
 which while who why will with without would yes you your default defaults work works""".split())
-_CONTENT_WORD = re.compile(r"[a-z][a-z0-9_-]{3,}")
 _RELEASE = re.compile(r"\bv?(\d+\.\d+)(?:\.\d+)?\b")
-
-
-def _stem(word: str) -> str:
-    """A crude singular: "tokens" and "token" share a topic; "process" stays."""
-    if word.endswith("ies") and len(word) > 5:
-        return word[:-3] + "y"
-    if word.endswith("s") and not word.endswith("ss") and len(word) > 4:
-        return word[:-1]
-    return word
+_PUNCTUATION = "\"'`.,;:!?()[]{}<>\u201c\u201d\u2018\u2019"
 
 
 def _topic_words(text: str) -> dict[str, str]:
-    lowered = text.lower()
-    words = {_stem(w): w for w in _CONTENT_WORD.findall(lowered) if w not in _STOP}
-    words.update({f"release {m}": m for m in _RELEASE.findall(lowered)})
+    """The content words of ``text`` keyed by the keyword leg's own tokens (:func:`whole_tokens`: lower case,
+    plural endings off, so "tokens" and "token" share a topic), plus its release lines."""
+    from pipeline.text.tokenize import whole_tokens
+
+    words: dict[str, str] = {}
+    for piece in text.lower().split():
+        tokens = [t for t in whole_tokens(piece) if len(t) >= 4 and t[0].isalpha() and t not in _STOP]
+        surface = piece.strip(_PUNCTUATION)
+        words.update({t: surface if len(tokens) == 1 else t for t in tokens})
+    words.update({f"release {m}": m for m in _RELEASE.findall(text.lower())})
     return words
 
 

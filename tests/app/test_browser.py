@@ -231,6 +231,7 @@ def _ask_turn(page: Page, question: str, turn: int, trace: bool = True) -> None:
         expect(page.get_by_role("tab", name="Rewrite")).to_have_count(1, timeout=WAIT_MS)
 
 
+@pytest.mark.long
 def test_issue17_conversation_mode_and_a_tidy_chat(app_url, page):
     """Items 1 and 8: an unrelated question carries no earlier terms; earlier turns collapse; one line per
     cited document; no literal Markdown asterisks; example questions in the empty chat."""
@@ -322,6 +323,7 @@ def test_issue17_compare_is_honest_offline_and_clears_after_an_error(app_url, pa
     _shot(page, "issue17-compare-error-clears-results.png")
 
 
+@pytest.mark.long
 def test_issue17_failure_gallery_and_tune_tab(app_url, browser):
     """Items 6 and 7: the gallery shows the expectation and opens a case in Ask; the Tune tab at 1400 and 1024 px."""
     context = browser.new_context(viewport={"width": 1400, "height": 3000})
@@ -409,7 +411,7 @@ def _latest_run_docs(home: Path, question: str) -> list[str]:
     return list(dict.fromkeys(c.doc_id for c in trace.ranked_candidates()))[:10]
 
 
-@pytest.mark.parametrize("width,height", [(1280, 900), (1024, 768)])
+@pytest.mark.parametrize("width,height", [(1280, 900), pytest.param(1024, 768, marks=pytest.mark.long)])
 def test_issue30_one_chat_keeps_its_topic_and_the_newest_answer_in_view(app_url, browser, real_demo_home, width,
                                                                         height):
     """An answerable question, two follow-ups that depend on it (each retrieves the rotation guide in its first

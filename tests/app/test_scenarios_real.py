@@ -10,7 +10,7 @@ from pipeline.models.registry import default_models
 from pipeline.storage.store import Store
 from workbench.app.scenarios import SCENARIOS, run_scenario
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # the browser tour test keeps these claims on the default path
 
 
 def test_every_scenario_behaves_as_the_tour_says(real_demo_home):

@@ -18,6 +18,7 @@ def test_benchmarks_md_is_generated_from_the_committed_results():
     assert actual == expected, f"BENCHMARKS.md is stale: {report.first_difference(expected, actual)}; run make report"
 
 
+@pytest.mark.long
 def test_check_exits_1_on_a_stale_file_and_0_on_a_current_one(tmp_path, capsys):
     out = tmp_path / "BENCHMARKS.md"
     out.write_text(report.render_all().replace("Every figure", "Some figure"), encoding="utf-8")

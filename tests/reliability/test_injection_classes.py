@@ -220,6 +220,7 @@ def test_markup_in_an_answer_is_escaped_on_the_terminal_and_flagged_in_json(clas
     assert any("contains markup" in lim for lim in trace.limitations)
 
 
+@pytest.mark.long
 def test_the_cli_escapes_markup_and_its_json_keeps_the_raw_answer_with_flags(tmp_path):
     docs = [d for d in DOCS if d.doc_id in ("cls-markup-img-onerror", "cls-markup-details-ontoggle")]
     home = tmp_path / "store"

@@ -108,6 +108,7 @@ def test_a_provider_that_recovers_within_the_retry_budget_answers(benign_store, 
     assert trace.degradations == ()
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(("behaviour", "kind"), [
     pytest.param(Delay(5.0), "timeout", id="cli-fault-timeout"),
     pytest.param(ChunkedGarbage(), None, id="cli-fault-garbage-mid-stream"),

@@ -134,6 +134,7 @@ def _kill_when(proc: subprocess.Popen, home: Path, trigger, guard_s: float = 240
     return "finished first"
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_ingest_killed_at_five_points_leaves_each_document_old_or_new_and_a_rerun_completes(two_versions, tmp_path):
     root, old, new = two_versions
@@ -276,17 +277,18 @@ def _halve(folder: Path) -> None:
                 f.truncate(path.stat().st_size // 2)
 
 
+# make test keeps three kinds of damage (a missing shard, every file cut, a page of garbage); make test-all runs all
 DAMAGE = [
     pytest.param(lambda h: shutil.rmtree(h / "shard"), id="index-shard-deleted"),
     pytest.param(lambda h: (shutil.rmtree(h / "shard" / "segments"), shutil.rmtree(h / "shard" / "wal")),
-                 id="index-segments-and-wal-deleted"),
-    pytest.param(lambda h: shutil.rmtree(h / "shard" / "segments"), id="index-segments-deleted"),
-    pytest.param(lambda h: _truncate_all(h / "shard" / "segments"), id="index-segment-files-emptied"),
-    pytest.param(lambda h: _garbage((h / "shard" / "wal").iterdir()), id="index-wal-overwritten"),
+                 id="index-segments-and-wal-deleted", marks=pytest.mark.long),
+    pytest.param(lambda h: shutil.rmtree(h / "shard" / "segments"), id="index-segments-deleted", marks=pytest.mark.long),
+    pytest.param(lambda h: _truncate_all(h / "shard" / "segments"), id="index-segment-files-emptied", marks=pytest.mark.long),
+    pytest.param(lambda h: _garbage((h / "shard" / "wal").iterdir()), id="index-wal-overwritten", marks=pytest.mark.long),
     pytest.param(lambda h: _halve(h / "shard"), id="index-every-file-cut-in-half"),
-    pytest.param(lambda h: (_first_segment(h) / "mutable_id_tracker.mappings").unlink(), id="index-id-tracker-deleted"),
+    pytest.param(lambda h: (_first_segment(h) / "mutable_id_tracker.mappings").unlink(), id="index-id-tracker-deleted", marks=pytest.mark.long),
     pytest.param(lambda h: (_first_segment(h) / "vector_storage-dense" / "vectors" / "chunk_0.mmap").write_bytes(b""),
-                 id="index-dense-vectors-emptied"),
+                 id="index-dense-vectors-emptied", marks=pytest.mark.long),
     pytest.param(lambda h: _garbage([_first_segment(h) / "payload_storage" / "page_0.dat"]),
                  id="index-payload-page-overwritten"),
 ]
@@ -406,6 +408,7 @@ def _runs(home: Path) -> list[dict]:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_a_damaged_cache_never_blocks_a_cli_ask_and_a_new_one_is_started(cli_copy):
     (cli_copy / "cache.sqlite").write_bytes(os.urandom(4096))
     first = _ask_json(cli_copy)

@@ -27,6 +27,7 @@ def one_line_error(result):
     return lines[0]
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_demo_corpus_ingest_reingest_delete_search(tmp_path):
     store = str(tmp_path / "store")

@@ -211,6 +211,7 @@ def test_cli_on_an_empty_store_says_ingest_first(tmp_path):
     assert "is empty; ingest documents first: workbench ingest golden/corpus" in lines[0]
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_real_stack_retrieves_the_expected_documents_and_a_dense_gate_abstains_off_topic(demo_store_real,
                                                                                          real_models):

@@ -199,6 +199,7 @@ def real_slice(tmp_path_factory, real_models):
     store.close()
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_with_the_real_embedder_batching_changes_no_decision_hit_or_verdict(real_slice, real_models, small_blocks):
     """Batched, a text's MiniLM vector differs from its vector alone by float rounding only: every row is the same but

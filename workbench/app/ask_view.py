@@ -175,11 +175,14 @@ setTimeout(function () {{
 
 
 def keep_newest_in_view(turns: list[Turn]) -> None:
-    """After the conversation is drawn: scroll to the newest answer (a zero-height component)."""
-    if turns:
+    """After the conversation is drawn: scroll to the newest answer (a zero-height component) — once per new
+    answer, so a rerun for a widget (a toggle, a tab) leaves the page where the reader put it."""
+    shown = st.session_state.get("ask.scrolled_to", 0)
+    if turns and len(turns) != shown:
         import streamlit.components.v1 as components
 
         components.html(_SCROLL_TO_NEWEST.format(turns=len(turns)), height=0)
+    st.session_state["ask.scrolled_to"] = len(turns)
 
 
 def _render_compact(trace: Trace) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pipeline.config import PipelineConfig
 from pipeline.gate.rule import EVIDENCE
 from pipeline.trace import GateCondition, GenerationTrace, Trace
-from workbench.app.thresholds import fmt
+from workbench.app.thresholds import LABEL, fmt
 
 _FAILED = {
     "rerank": "the reranker scores the best passage {score} for relevance; answering needs {threshold}",
@@ -150,11 +150,10 @@ def fallback_label(gen: GenerationTrace) -> str:
     return "the LLM's answer could not be used" if reason else ""
 
 
-_SIGNAL_WORDS = {
-    "window": "the best sentence-window cosine", "coverage": "the IDF-weighted share of the question's terms",
-    "critical": "the share of the question's identifiers, numbers and names found", "bm25": "the normalised BM25 score",
-    "dense_margin": "the dense top-1 margin", "fused_norm": "the normalised fused score",
-}
+def _signal_name(signal: str) -> str:
+    """What a single-signal rule reads, from the threshold widget's own label ("sentence-window cosine")."""
+    name = LABEL.get(signal, signal).removesuffix(" threshold")
+    return name[:1].lower() + name[1:]
 
 
 def gate_summary(cfg: PipelineConfig, reader_available: bool = True) -> str:
@@ -172,21 +171,21 @@ def gate_summary(cfg: PipelineConfig, reader_available: bool = True) -> str:
                    else "the similarity and keyword signals (sentence-window cosine, term and identifier coverage, "
                         "BM25, dense cosine and margin)")
         return (f"The gate answers when the learned rule — a logistic combination of {signals} — gives at least "
-                f"{g.confidence_threshold_learned:g} that a passage states the answer; otherwise it says it does not "
-                "know.")
+                f"{fmt('learned', g.confidence_threshold_learned)} that a passage states the answer; otherwise it says "
+                "it does not know.")
     if signal == "rerank":
         if reader:
             return (f"The gate answers when the reader scores the best passage at least "
-                    f"{g.confidence_threshold_rerank:g}; otherwise it says it does not know.")
+                    f"{fmt('rerank', g.confidence_threshold_rerank)}; otherwise it says it does not know.")
         return ("The gate reads the reader's score, and the reader is off here, so it answers when the top fused "
-                f"score reaches {g.confidence_threshold_fused:g}.")
+                f"score reaches {fmt('fused', g.confidence_threshold_fused)}.")
     if signal == "fused":
-        return f"The gate answers when the top fused score reaches {g.confidence_threshold_fused:g}."
+        return f"The gate answers when the top fused score reaches {fmt('fused', g.confidence_threshold_fused)}."
     if signal == "dense":
-        return f"The gate answers when the best dense cosine reaches {g.confidence_threshold_dense:g}."
+        return f"The gate answers when the best dense cosine reaches {fmt('dense', g.confidence_threshold_dense)}."
     if signal == "fused_and_dense":
-        return (f"The gate answers only when the fused score reaches {g.confidence_threshold_fused:g} (both retrieval "
-                f"legs agree on the top chunk) and the dense cosine reaches {g.confidence_threshold_dense:g} "
-                "(something in the corpus is close in meaning).")
-    return (f"The gate answers when {_SIGNAL_WORDS.get(signal, signal)} reaches "
-            f"{getattr(g, f'confidence_threshold_{signal}'):g}, read alone.")
+        fused, dense = fmt("fused", g.confidence_threshold_fused), fmt("dense", g.confidence_threshold_dense)
+        return (f"The gate answers only when the fused score reaches {fused} (both retrieval legs agree on the top "
+                f"chunk) and the dense cosine reaches {dense} (something in the corpus is close in meaning).")
+    return (f"The gate answers when the {_signal_name(signal)} reaches "
+            f"{fmt(signal, getattr(g, f'confidence_threshold_{signal}'))}, read alone.")

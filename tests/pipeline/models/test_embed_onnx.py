@@ -144,6 +144,7 @@ def test_a_failed_export_is_one_cli_line_and_leaves_nothing_behind(tmp_path, mon
     assert not any((tmp_path / "cache").rglob("*.onnx"))
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_int8_top10_agrees_with_fp32_on_the_demo_corpus(int8, real_models, demo_texts):
     from workbench.golden import load_golden

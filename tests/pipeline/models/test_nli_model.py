@@ -81,6 +81,7 @@ def test_the_validator_flags_a_changed_number_and_a_negation_its_cosine_passes(n
     assert verdicts["negation"][2] == "unsupported" and verdicts["number"][2] == "unsupported"
 
 
+@pytest.mark.long
 def test_workbench_ask_json_carries_an_nli_verdict_per_claim_offline(tmp_path):
     corpus = resolve.WEIGHTS_DIR.parents[2] / "golden" / "corpus"
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}

@@ -163,6 +163,7 @@ def test_an_embedder_returning_junk_is_recorded(demo_store_fake):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_with_real_embeddings_the_error_page_leads_the_fused_list(demo_store_real, real_models):
     trace = retrieve.run("ERR_TIMEOUT_502", PipelineConfig().retrieve, StageContext(real_models, demo_store_real, PipelineConfig().embedding))
     top = trace.candidates[0]

@@ -46,10 +46,11 @@ def test_a_signal_that_was_not_measured_says_so():
 
 def test_the_gate_summary_names_the_rule_and_threshold_that_run():
     from pipeline.config import PipelineConfig
+    from workbench.app.thresholds import fmt
 
     shipped = PipelineConfig()
     text = explain.gate_summary(shipped)
-    assert "learned rule" in text and f"{shipped.gate.confidence_threshold_learned:g}" in text
+    assert "learned rule" in text and fmt("learned", shipped.gate.confidence_threshold_learned) in text
     assert "fused and dense" not in text and "both" not in text
     fitted = shipped.with_overrides({"gate.learned_r_reader": 2.0})
     assert "reader's best sentence score" in explain.gate_summary(fitted)
@@ -60,4 +61,6 @@ def test_the_gate_summary_names_the_rule_and_threshold_that_run():
     assert "0.7" in explain.gate_summary(rerank)
     assert "reader is off" in explain.gate_summary(rerank, reader_available=False)
     window = shipped.with_overrides({"gate.signal": "window", "gate.confidence_threshold_window": 0.55})
-    assert "sentence-window cosine reaches 0.55, read alone" in explain.gate_summary(window)
+    assert "sentence-window cosine reaches 0.550, read alone" in explain.gate_summary(window), "to the widget's precision"
+    margin = shipped.with_overrides({"gate.signal": "dense_margin", "gate.confidence_threshold_dense_margin": 0.04})
+    assert "the dense margin reaches 0.040, read alone" in explain.gate_summary(margin)

@@ -17,6 +17,7 @@ def _weights(out):
     return torch.load(out / "checkpoint.pt", weights_only=False)["model"]
 
 
+@pytest.mark.long
 def test_a_seeded_run_is_reproducible_and_writes_a_learning_curve(data_dir, toy_settings, tmp_path):
     lines: list[str] = []
     first = train_answerability(data_dir, tmp_path / "a", toy_settings, report=lines.append)
@@ -31,6 +32,7 @@ def test_a_seeded_run_is_reproducible_and_writes_a_learning_curve(data_dir, toy_
     assert any("pairs/s" in line and "ETA" in line for line in lines), "a progress line with the time left"
 
 
+@pytest.mark.long
 def test_an_interrupted_run_resumes_to_the_same_weights(data_dir, toy_settings, tmp_path, monkeypatch):
     train_answerability(data_dir, tmp_path / "whole", toy_settings, report=lambda _: None)
 
