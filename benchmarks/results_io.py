@@ -182,18 +182,11 @@ def meta_line(meta: dict) -> str:
 
 
 def rate_ci(rate: float | None, n: int, counts: bool = False) -> str:
-    """``58.0 % [48.2–67.2]``: a rate over ``n`` cases with its 95 % Wilson interval (:func:`workbench.metrics.wilson`);
-    the count behind it is ``round(rate * n)``, shown as ``(58/100)`` with ``counts``. A missing rate or no cases: the
-    rate alone (``—``)."""
-    if rate is None:
-        return "—"
-    if not n:
-        return f"{100 * rate:.1f} %"
-    from workbench.metrics import wilson
+    """``58.0 % [48.2–67.2]``: :func:`workbench.display.rates.rate_ci` (one formatter for the sections, the reports
+    and the notebooks)."""
+    from workbench.display.rates import rate_ci as text
 
-    k = int(round(rate * n))
-    low, high = wilson(k, n)
-    return f"{100 * rate:.1f} % [{100 * low:.1f}–{100 * high:.1f}]" + (f" ({k}/{n})" if counts else "")
+    return text(rate, n, counts)
 
 
 def mcnemar(first, second, unit: str = "cases") -> str:
