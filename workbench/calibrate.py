@@ -56,6 +56,7 @@ from pipeline.config import GateConfig, PipelineConfig
 from pipeline.gate import rule as gate_rule
 from pipeline.text.tokenize import tokenize
 from workbench import sweep
+from workbench.display.rates import rates_ci
 from workbench.probes import DEFAULT_PROBES, KINDS, PSEUDO, UNANSWERABLE, Corpus, Probe, make_probes
 
 # how much each kind weighs in the estimated false-answer rate (swapped-near: reported, not weighed; see above)
@@ -338,15 +339,12 @@ def report_lines(result: Calibration, measured: Measured | None = None) -> list[
                   "settings: " + " ".join(f"--set {s}" for s in e.settings())]
     if measured is not None:
         c = measured.comparison
-        lines.append(f"measured on {measured.label}: at the configured threshold answered "
-                     f"{_pct(c.measured_current['answer_rate_answerable'])}, false answers "
-                     f"{_pct(c.measured_current['false_answer_rate_unanswerable'])} (estimate off by "
-                     f"{_points(c.error_current_points)})")
-        if c.measured_calibrated is not None:
-            lines.append(f"measured on {measured.label}: at the calibrated threshold answered "
-                         f"{_pct(c.measured_calibrated['answer_rate_answerable'])}, false answers "
-                         f"{_pct(c.measured_calibrated['false_answer_rate_unanswerable'])} (estimate off by "
-                         f"{_points(c.error_calibrated_points)})")
+        for name, point, error in (("configured", c.measured_current, c.error_current_points),
+                                   ("calibrated", c.measured_calibrated, c.error_calibrated_points)):
+            if point is not None:
+                lines.append(f"measured on {measured.label}: at the {name} threshold "
+                             f"{rates_ci(point, point.get('answerable', 0), point.get('unanswerable', 0))} "
+                             f"(95 % Wilson intervals; estimate off by {_points(error)})")
     return lines
 
 

@@ -230,6 +230,11 @@ def test_the_comparison_reports_estimate_minus_measured_in_points():
     assert c.measured_current["false_answer_rate_unanswerable"] == 0.5
     assert c.error_current_points == pytest.approx(-25.0)
     assert c.measured_calibrated is not None and c.error_calibrated_points is not None
+    result = calibrate.Calibration("store", 1, 0, tuple(probes), labelled, est)
+    lines = calibrate.report_lines(result, calibrate.Measured("golden test part", c))
+    measured = next(line for line in lines if "at the configured threshold" in line and line.startswith("measured"))
+    assert "answered 50.0 % [9.5–90.5] / false answers 50.0 % [9.5–90.5]" in measured, "each rate over its 2 cases"
+    assert "estimate off by -25.0 points" in measured
 
 
 def test_a_corpus_without_sentences_is_a_clear_error():
