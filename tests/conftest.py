@@ -67,10 +67,39 @@ def real_models():
 
 
 @pytest.fixture(scope="session")
-def demo_store_real(tmp_path_factory, real_models):
-    """The demo corpus ingested once per session with the real MiniLM embedder. Treat as read-only."""
+def real_demo_prebuilt(tmp_path_factory) -> Path:
+    """The demo corpus ingested with the packaged MiniLM once for the whole run, however many pytest-xdist workers
+    ask (the first builds it under an exclusive lock in the run's shared temporary folder, the others wait and
+    reuse it); closed, so a fixture copies it before opening. ``WORKBENCH_TEST_REAL_HOME`` names a store ingested
+    the same way beforehand, used instead."""
+    import fcntl
+
+    prebuilt = os.environ.get("WORKBENCH_TEST_REAL_HOME", "")
+    if prebuilt and (Path(prebuilt) / "store.sqlite").exists():
+        return Path(prebuilt)
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    home, done = shared / "demo-real-prebuilt", shared / "demo-real-prebuilt.done"
+    with open(shared / "demo-real-prebuilt.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            import shutil
+
+            shutil.rmtree(home, ignore_errors=True)      # a half-built one from a worker that died
+            with Store.open(home) as store:
+                ingest_paths(store, [DEMO_CORPUS], PipelineConfig(), Models(), progress=False)
+            done.write_text("ok")
+    return home
+
+
+@pytest.fixture(scope="session")
+def demo_store_real(tmp_path_factory, real_demo_prebuilt, real_models):
+    """The demo corpus ingested with the real MiniLM embedder (a copy of :func:`real_demo_prebuilt`). Treat as
+    read-only."""
+    import shutil
+
     home = tmp_path_factory.mktemp("demo-real")
+    shutil.copytree(real_demo_prebuilt, home, dirs_exist_ok=True)
     s = Store.open(home)
-    ingest_paths(s, [DEMO_CORPUS], PipelineConfig(), real_models, progress=False)
     yield s
     s.close()

@@ -4,7 +4,6 @@ the app pointed at it with ``WORKBENCH_APP_MODELS=fake`` (``workbench.app.resour
 from __future__ import annotations
 
 import html
-import os
 import re
 import shutil
 from pathlib import Path
@@ -127,17 +126,10 @@ def errors_of(at: AppTest) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def real_demo_home(tmp_path_factory) -> Path:
-    """The demo corpus ingested with the packaged MiniLM (what `make app` serves), closed again so that a
-    Streamlit subprocess can open it. Slow: minutes on two busy cores; ``WORKBENCH_TEST_REAL_HOME`` names a
-    store ingested the same way beforehand, which is copied instead (the tests may add documents to theirs)."""
-    from pipeline.models.registry import default_models
-
+def real_demo_home(tmp_path_factory, real_demo_prebuilt) -> Path:
+    """The demo corpus ingested with the packaged MiniLM (what `make app` serves): a copy of the run's one
+    prebuilt store (tests/conftest.py), closed so that a Streamlit subprocess can open it (the tests may add
+    documents to theirs)."""
     home = tmp_path_factory.mktemp("app-demo-real")
-    prebuilt = os.environ.get("WORKBENCH_TEST_REAL_HOME", "")
-    if prebuilt and (Path(prebuilt) / "store.sqlite").exists():
-        shutil.copytree(prebuilt, home, dirs_exist_ok=True)
-        return home
-    with Store.open(home) as store:
-        ingest_paths(store, [DEMO_CORPUS], PipelineConfig(), default_models(), progress=False)
+    shutil.copytree(real_demo_prebuilt, home, dirs_exist_ok=True)
     return home
