@@ -21,6 +21,8 @@ import platform
 import subprocess
 from pathlib import Path
 
+from workbench.display.rates import rate_ci  # (the sections' rate formatter: one, shared with reports and notebooks)
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 
@@ -179,14 +181,6 @@ def meta_line(meta: dict) -> str:
             " (uncommitted changes)" if meta.get("git_commit", "").endswith("+dirty") else "")
     return (f"Measured {meta['date']} on {meta['machine']}{load}; commit `{meta['git_commit']}`{diff}; "
             f"model: {meta['model']}.")
-
-
-def rate_ci(rate: float | None, n: int, counts: bool = False) -> str:
-    """``58.0 % [48.2–67.2]``: :func:`workbench.display.rates.rate_ci` (one formatter for the sections, the reports
-    and the notebooks)."""
-    from workbench.display.rates import rate_ci as text
-
-    return text(rate, n, counts)
 
 
 def mcnemar(first, second, unit: str = "cases") -> str:

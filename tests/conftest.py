@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -72,8 +74,6 @@ def real_demo_prebuilt(tmp_path_factory) -> Path:
     ask (the first builds it under an exclusive lock in the run's shared temporary folder, the others wait and
     reuse it); closed, so a fixture copies it before opening. ``WORKBENCH_TEST_REAL_HOME`` names a store ingested
     the same way beforehand, used instead."""
-    import fcntl
-
     prebuilt = os.environ.get("WORKBENCH_TEST_REAL_HOME", "")
     if prebuilt and (Path(prebuilt) / "store.sqlite").exists():
         return Path(prebuilt)
@@ -83,8 +83,6 @@ def real_demo_prebuilt(tmp_path_factory) -> Path:
     with open(shared / "demo-real-prebuilt.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
-            import shutil
-
             shutil.rmtree(home, ignore_errors=True)      # a half-built one from a worker that died
             with Store.open(home) as store:
                 ingest_paths(store, [DEMO_CORPUS], PipelineConfig(), Models(), progress=False)
@@ -93,11 +91,9 @@ def real_demo_prebuilt(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def demo_store_real(tmp_path_factory, real_demo_prebuilt, real_models):
+def demo_store_real(tmp_path_factory, real_demo_prebuilt):
     """The demo corpus ingested with the real MiniLM embedder (a copy of :func:`real_demo_prebuilt`). Treat as
     read-only."""
-    import shutil
-
     home = tmp_path_factory.mktemp("demo-real")
     shutil.copytree(real_demo_prebuilt, home, dirs_exist_ok=True)
     s = Store.open(home)

@@ -129,8 +129,7 @@ def _open(page: Page, url: str) -> None:
 
 def _ask(page: Page, question: str) -> None:
     box = page.get_by_test_id("stChatInputTextArea")
-    expect(box).to_be_visible(timeout=WAIT_MS)   # the first visit loads the models before the chat input shows
-    box.fill(question)
+    box.fill(question, timeout=WAIT_MS)   # the first visit loads the models before the chat input shows
     box.press("Enter")
     page.wait_for_selector(".wb-answer, .wb-abstention", timeout=WAIT_MS)
     expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=WAIT_MS)
