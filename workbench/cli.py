@@ -15,6 +15,7 @@ something was ingested; ``eval`` and ``tune`` evaluate the good golden lines and
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -27,6 +28,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 EXIT_USAGE = 2
+
+# Commands that need more than `pip install .`: the module each one imports and the extra (pyproject.toml) that
+# installs it, checked before the command starts (train would otherwise fail at its export, after the training).
+NEEDS_EXTRA = {"tune": ("plotly", "plots"), "train": ("onnx", "train")}
 
 
 class CliError(Exception):
@@ -596,6 +601,14 @@ def _clip(text: str, limit: int = MAX_ERROR_CHARS) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
 
 
+def _require_extra(command: str) -> None:
+    """A command whose extra is not installed is one line naming the install, not a ModuleNotFoundError."""
+    module, extra = NEEDS_EXTRA.get(command, (None, None))
+    if module and importlib.util.find_spec(module) is None:
+        raise CliError(f"workbench {command} needs {module}, which is not installed: install it with "
+                       f"pip install '.[{extra}]'")
+
+
 def _require_utf8(args: argparse.Namespace) -> None:
     """Arguments are text: bytes that are not UTF-8 (Python keeps them as lone surrogates) are an error naming
     the argument, not an encoding failure later."""
@@ -641,6 +654,7 @@ def main(argv: list[str] | None = None) -> int:
     debug = os.environ.get("WORKBENCH_DEBUG")
     try:
         _require_utf8(args)
+        _require_extra(args.command)
         if getattr(args, "store", None) is not None and not args.store.strip():
             raise CliError("--store is empty (an unset shell variable?); name the store directory, or leave --store "
                            "out to use $WORKBENCH_HOME or .workbench")
