@@ -18,17 +18,22 @@ document dominated an ingest's time (the profile is in BENCHMARKS.md, "What chan
 per batch it is noise. The crash guarantee is unchanged: the new points are durable before the catalogue
 names them, and the transaction switches every document of the batch or none.
 
-One writer, many readers (:mod:`pipeline.storage.lock`): :meth:`Store.open` takes ``shard.lock`` before
-the embedded shard is loaded, and every write runs inside :meth:`Store.writing` (``write.lock``). A process
-that cannot take a lock in time gets :class:`StoreBusy` before touching anything; a busy store is never
-taken for a damaged one. The corpus version moves inside the catalogue transaction of a write session's
-first commit, so committed content never sits under the version an answer was cached for.
+One writer, many readers, in any number of processes (:mod:`pipeline.storage.lock`,
+:mod:`pipeline.storage.share`): the first process to open the store takes ``shard.lock``, loads the embedded
+shard and serves its index calls to every other process that opens the same data directory (the app, a
+notebook and terminal commands at once); each process reads the catalogue itself. Every write runs inside
+:meth:`Store.writing` (``write.lock``, one writer across all processes, whichever holds the shard). A process
+that finds neither the lock nor a serving holder in time gets :class:`StoreBusy` before touching anything; a
+busy store is never taken for a damaged one. The corpus version moves inside the catalogue transaction of a
+write session's first commit, so committed content never sits under the version an answer was cached for.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,15 +45,17 @@ import numpy as np
 
 from pipeline.ingestion.documents import Chunk, Document
 from pipeline.retrieval.bm25 import idf
-from pipeline.storage import recovery
+from pipeline.storage import recovery, share
 from pipeline.storage.catalogue import Catalogue, StoredChunk, StoredDocument, StoredPassages
-from pipeline.storage.lock import FileLock, LockBusy
+from pipeline.storage.lock import POLL_S, FileLock, LockBusy, describe, read_holder
 from pipeline.storage.qdrant_index import ClientIndex, EdgeIndex, IndexBusy, IndexDamaged, IndexHit, IndexPoint
 from pipeline.storage.sqlite import LOCK_WAIT_S, StoreError, utc_now
 from pipeline.storage.sqlite import lock_wait_s as _env_lock_wait_s
 
 __all__ = ["DocumentWrite", "SearchHit", "Store", "StoreBusy", "StoreError", "StoredChunk", "StoredDocument",
            "StoredPassages", "data_dir", "point_id_for"]
+
+CLOSE_WAIT_S = 600.0   # how long a closing holder waits for a write another process runs through it
 
 _POINT_NAMESPACE = uuid.UUID("6f1c8a52-3a55-4d0e-9a43-5b1f0e2d7c11")
 
@@ -62,6 +69,54 @@ def _busy_message(home: Path, holder: str, waited_s: float) -> str:
     return (f"the store {home} is in use by another process{who}, for example the Streamlit app, a notebook or "
             f"an ingest; waited {waited_s:g} s: retry when it has finished or stop it (WORKBENCH_LOCK_WAIT_S "
             "sets the wait), or point QDRANT_URL at a Qdrant server so several processes can share one index")
+
+
+def _attach(home: Path, wait_s: float) -> tuple[FileLock | None, share.RemoteIndex | None, str]:
+    """Hold the embedded shard (``shard.lock`` taken) or be served by the process that holds it, waiting up to
+    ``wait_s`` for either; :class:`StoreBusy` when neither comes (a holder that does not serve: an older
+    release, or one being torn down). Returns (the lock, None, whom it waited for) or (None, the served index, "")."""
+    deadline = time.monotonic() + max(wait_s, 0.0)
+    waited_for = ""
+    while True:
+        lock = FileLock(home / "shard.lock")
+        try:
+            return lock, None, lock.acquire(0, "reader") or waited_for
+        except LockBusy as exc:
+            waited_for = waited_for or exc.holder or "another process"
+        except OSError as exc:
+            raise StoreError(f"cannot lock the data directory {home}: {exc.strerror or exc}") from None
+        try:
+            return None, share.RemoteIndex(home / "shard", waited_for), ""
+        except share.IndexGone:
+            pass
+        if time.monotonic() >= deadline:
+            raise StoreBusy(_busy_message(home, describe(read_holder(home / "shard.lock")), wait_s))
+        time.sleep(POLL_S)
+
+
+class _ServedIndex:
+    """The index of a store whose shard another process holds: every call runs in the holder
+    (:class:`~pipeline.storage.share.RemoteIndex`). A read whose holder has stopped fails over
+    (:meth:`Store._call_index`); a write, or anything inside a write session, does not (module docstring of
+    :mod:`pipeline.storage.share`)."""
+
+    kind = share.RemoteIndex.kind
+
+    def __init__(self, store: Store, backend: share.RemoteIndex) -> None:
+        self._store = store
+        self.backend: Any = backend
+
+    @property
+    def holder(self) -> str:
+        return getattr(self.backend, "holder", "")
+
+    def __getattr__(self, op: str) -> Any:
+        if op not in share.READS | share.WRITES:
+            raise AttributeError(op)
+        return functools.partial(self._store._call_index, op)
+
+    def close(self) -> None:
+        self.backend.close()
 
 
 @dataclass(frozen=True)
@@ -113,16 +168,25 @@ class Store:
         self._write_depth = 0
         self._writer_thread = 0
         self._write_version: int | None = None
+        self._server: share.Server | None = None
+        self.serving_problem = ""
+
+    @property
+    def served_by(self) -> str:
+        """Who runs this store's index calls: "" when this process holds the shard (or uses a server by
+        ``QDRANT_URL``), else the holding process as its lock file describes it."""
+        return (self.index.holder or "another process") if isinstance(self.index, _ServedIndex) else ""
 
     # -- opening ------------------------------------------------------------------------------------------
     @classmethod
     def open(cls, home: str | Path | None = None, *, dim: int = 384, url: str | None = None,
              lock_wait_s: float | None = None) -> Store:
-        """Open the store under ``home``. With the embedded shard, first take ``shard.lock``
-        (:mod:`pipeline.storage.lock`), waiting up to ``lock_wait_s`` (default ``$WORKBENCH_LOCK_WAIT_S`` or
-        5 s): a process that cannot is refused with :class:`StoreBusy` before it touches anything, and the
-        engine's own load is never attempted while another process holds the shard (that attempt damages
-        the holder's files). ``waited_for`` says whom it waited for, if anyone."""
+        """Open the store under ``home``. With the embedded shard, take ``shard.lock`` and load the shard, or,
+        when another process holds it, use that process's index through its socket (:attr:`served_by` says
+        which); waiting up to ``lock_wait_s`` (default ``$WORKBENCH_LOCK_WAIT_S`` or 5 s) for either. A process
+        that gets neither is refused with :class:`StoreBusy` before it touches anything, and the engine's own
+        load is never attempted while another process holds the shard (that attempt damages the holder's
+        files). ``waited_for`` says whom it waited for, if anyone."""
         lock_wait_s = _env_lock_wait_s() if lock_wait_s is None else lock_wait_s
         home = data_dir(home)
         try:
@@ -130,47 +194,92 @@ class Store:
         except OSError as exc:
             raise StoreError(f"cannot create data directory {home}: {exc.strerror or exc}") from None
         url = url if url is not None else os.environ.get("QDRANT_URL", "").strip()
-        shard_lock, waited_for = None, ""
-        if not url:
-            shard_lock = FileLock(home / "shard.lock")
-            try:
-                waited_for = shard_lock.acquire(lock_wait_s, "reader")
-            except LockBusy as exc:
-                raise StoreBusy(_busy_message(home, exc.holder, lock_wait_s)) from None
-            except OSError as exc:
-                raise StoreError(f"cannot lock the data directory {home}: {exc.strerror or exc}") from None
+        shard_lock, remote, waited_for = (None, None, "") if url else _attach(home, lock_wait_s)
         try:
             catalogue = Catalogue.open(home / "store.sqlite")
         except BaseException:
             if shard_lock is not None:
                 shard_lock.release()
+            if remote is not None:
+                remote.close()
             raise
         stored_dim = catalogue.meta("dim")
         dim = int(stored_dim) if stored_dim else dim
         store = cls(home, catalogue, None, dim, shard_lock, lock_wait_s)
         store.waited_for = waited_for
+        if remote is not None:  # another process holds the shard and serves it; it ran the checks below
+            store.index = _ServedIndex(store, remote)
+            return store
+        if url:
+            try:
+                store.index = ClientIndex(url, dim)
+            except Exception as exc:  # qdrant-client connection errors have many types
+                store.close()
+                raise StoreError(f"cannot reach the Qdrant index at {url}: {type(exc).__name__}: {exc}") from None
+            return store
+        store._open_shard()
+        return store
+
+    def _open_shard(self) -> None:
+        """Holding ``shard.lock``: load the shard (setting a damaged one aside), check it, and serve it to the
+        other processes that open this data directory (:mod:`pipeline.storage.share`)."""
         try:
             # No second wait: holding shard.lock, an engine lock error means a holder that does not take it.
-            store.index = ClientIndex(url, dim) if url else EdgeIndex(home / "shard", dim, lock_wait_s=0)
+            self.index = EdgeIndex(self.home / "shard", self.dim, lock_wait_s=0)
         except IndexBusy as exc:  # held by a process that does not take shard.lock (an older release)
-            store.close()
-            raise StoreBusy(_busy_message(home, str(exc)[:120], lock_wait_s)) from None
+            self.close()
+            raise StoreBusy(_busy_message(self.home, str(exc)[:120], self.lock_wait_s)) from None
         except IndexDamaged as exc:
-            store._set_aside_damaged_shard(f"index could not be opened ({exc})", lock_wait_s)
-        except Exception as exc:  # qdrant-client connection errors have many types
-            store.close()
-            raise StoreError(f"cannot reach the Qdrant index at {url}: {type(exc).__name__}: {exc}") from None
-        if isinstance(store.index, EdgeIndex):
-            lost = store._lost_catalogue()
-            if lost:
-                store.close()
-                raise StoreError(lost)
-        if isinstance(store.index, EdgeIndex) and not store.damage:
-            problem = store.probe_index()
+            self._set_aside_damaged_shard(f"index could not be opened ({exc})", self.lock_wait_s)
+        lost = self._lost_catalogue()
+        if lost:
+            self.close()
+            raise StoreError(lost)
+        if not self.damage:
+            problem = self.probe_index()
             if problem:
-                store.index.close()
-                store._set_aside_damaged_shard(f"index failed its health check ({problem})", lock_wait_s)
-        return store
+                self.index.close()
+                self._set_aside_damaged_shard(f"index failed its health check ({problem})", self.lock_wait_s)
+        try:
+            self._server = share.Server(self.home / "shard", self._serve)
+        except OSError as exc:  # e.g. a name still bound by a holder being torn down: others wait or are refused
+            self._server = None
+            self.serving_problem = f"cannot serve the index to other processes: {exc.strerror or exc}"
+
+    def _serve(self, op: str, args: list) -> Any:
+        """Run another process's index call on this holder's index (the server's handler)."""
+        with self._lock:
+            if self.index is None or isinstance(self.index, _ServedIndex):
+                raise StoreError(f"the store {self.home} is closing in this process")
+            if op in share.WRITES and not self._write_lock.is_taken_elsewhere():
+                raise StoreError("an index write from outside a write session (write.lock is not held)")
+            return getattr(self.index, op)(*args)
+
+    def _call_index(self, op: str, *args: Any) -> Any:
+        """A served store's index call. When the holder has stopped, a read outside a write session fails over
+        (takes the shard, or connects to the next holder) and is retried, for up to the lock wait."""
+        deadline = time.monotonic() + max(self.lock_wait_s, 0.0)
+        while True:
+            backend = self.index.backend if isinstance(self.index, _ServedIndex) else self.index
+            try:
+                return getattr(backend, op)(*args)
+            except share.IndexGone:
+                if op in share.WRITES or self._write_depth or time.monotonic() > deadline:
+                    raise
+                self._fail_over()
+
+    def _fail_over(self) -> None:
+        """The holder this store was served by stopped: connect to the next one, or hold the shard."""
+        with self._lock:
+            if not isinstance(self.index, _ServedIndex):
+                return  # another thread already took the shard
+            self.index.backend.close()
+            shard_lock, remote, _ = _attach(self.home, self.lock_wait_s)
+            if remote is not None:
+                self.index.backend = remote
+            else:
+                self._shard_lock = shard_lock
+                self._open_shard()
 
     def _lost_catalogue(self) -> str:
         """"" unless the catalogue was lost or replaced while the shard beside it still holds points: a
@@ -204,6 +313,14 @@ class Store:
         self.close()
 
     def close(self) -> None:
+        if self._server is not None:  # stop serving first: no other process's call runs on a closing index
+            if not self._write_depth:  # a process writing through this holder finishes its write first
+                try:
+                    self._write_lock.acquire(CLOSE_WAIT_S, "closing")
+                except (LockBusy, OSError):
+                    pass
+            self._server.close()
+            self._server = None
         with self._lock:
             try:
                 if self.index is not None:
@@ -233,6 +350,12 @@ class Store:
                     self._write_lock.acquire(wait_s, f"writer:{what}")
                 except LockBusy as exc:
                     raise StoreBusy(_busy_message(self.home, exc.holder, wait_s)) from None
+                if isinstance(self.index, _ServedIndex):  # under write.lock no holder is half-way through
+                    try:                                    # closing: fail over now, before anything is sent
+                        self._call_index("count")
+                    except BaseException:
+                        self._write_lock.release()
+                        raise
                 if self._shard_lock is not None:
                     self._shard_lock.set_role(f"writer:{what}")
                 self._write_version = None

@@ -10,6 +10,7 @@ import pytest
 from pipeline.config import PipelineConfig
 from pipeline.ingestion.documents import Document
 from pipeline.ingestion.ingest import ingest_documents, needs_repair
+from pipeline.storage import share
 from pipeline.storage.lock import FileLock, LockBusy
 from pipeline.storage.store import Store, StoreBusy
 from pipeline.testing import fake_models
@@ -29,19 +30,37 @@ def home(tmp_path):
     return tmp_path / "store"
 
 
-def test_a_second_open_while_the_store_is_held_is_refused_naming_the_holder_and_damages_nothing(home):
+def test_a_second_open_while_the_store_is_held_is_served_and_its_write_waits_for_the_holders(home):
     with Store.open(home) as holder:
-        with holder.writing("ingest"), pytest.raises(StoreBusy) as refused:
+        with Store.open(home, lock_wait_s=0.2) as second:
+            assert second.served_by.startswith(f"pid {os.getpid()}, reading")
+            with holder.writing("ingest"), pytest.raises(StoreBusy) as refused:
+                with second.writing("delete", wait_s=0.2):
+                    pass
+            message = str(refused.value)
+            assert str(home) in message and "in use by another process" in message
+            assert f"pid {os.getpid()}, writing (ingest)" in message
+            ingest_documents(second, [_doc("gamma", "Gamma is new.")], CFG, fake_models(), progress=False)
+        assert not list(home.glob("shard.damaged-*")), "a busy shard was set aside as damaged"
+        assert {d.doc_id for d in holder.documents()} == {"alpha", "beta", "gamma"}
+    with Store.open(home) as store:
+        assert store.damage == "" and not needs_repair(store)
+        assert store.index.count() == store.chunk_count() == 3
+
+
+def test_a_holder_that_does_not_serve_refuses_others_in_one_line_naming_it(home, monkeypatch):
+    def cannot_serve(*args, **kwargs):
+        raise OSError(98, "Address already in use")
+
+    monkeypatch.setattr(share, "Server", cannot_serve)
+    with Store.open(home) as holder:
+        assert "cannot serve" in holder.serving_problem
+        with pytest.raises(StoreBusy) as refused:
             Store.open(home, lock_wait_s=0.2)
         message = str(refused.value)
         assert str(home) in message and "in use by another process" in message and "QDRANT_URL" in message
-        assert f"pid {os.getpid()}, writing (ingest)" in message
-        assert not list(home.glob("shard.damaged-*")), "a busy shard was set aside as damaged"
-        ingest_documents(holder, [_doc("gamma", "Gamma is new.")], CFG, fake_models(), progress=False)
-        holder.index.flush()
-    with Store.open(home) as store:
-        assert store.damage == "" and not needs_repair(store)
-        assert {d.doc_id for d in store.documents()} == {"alpha", "beta", "gamma"}
+        assert f"pid {os.getpid()}, reading" in message
+        assert holder.dense_search([1.0] + [0.0] * (holder.dim - 1), 2), "the holder is unharmed"
 
 
 def test_an_unfinished_write_is_busy_not_broken_while_its_writer_holds_the_write_lock(home):

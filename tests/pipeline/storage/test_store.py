@@ -1,5 +1,7 @@
 """The store: incremental ingest, replacement, delete from both legs, corpus version, repair, backends."""
 
+import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -167,20 +169,36 @@ def test_a_missing_index_is_rebuilt_from_the_stored_documents(tmp_path, models):
         assert keyword_ids(s, "ERR_TIMEOUT_502")
 
 
-def test_a_second_process_gets_a_clear_error_naming_the_fix(tmp_path, models):
+def test_a_second_process_is_served_the_holders_exact_results(tmp_path, models):
     home = tmp_path / "home"
+    queries = ("ERR_TIMEOUT_502", "replay dead-lettered events", "timeout")
     with Store.open(home) as s:
-        ingest_paths(s, [corpus(tmp_path, a=DOC_A)], PipelineConfig(), models, progress=False)
+        ingest_paths(s, [corpus(tmp_path, a=DOC_A, b=DOC_B)], PipelineConfig(), models, progress=False)
+        vectors = {q: models.embedder(PipelineConfig().embedding).encode([q])[0].tolist() for q in queries}
+        own = {q: ([(h.chunk_id, h.score) for h in s.dense_search(vectors[q], 10)],
+                   [(h.chunk_id, h.score, h.sparse) for h in s.keyword_search(*to_sparse(query_weights(tokenize(q))), 10)])
+               for q in queries}
         script = textwrap.dedent(f"""
-            from pipeline.storage.store import Store, StoreError
-            try:
-                Store.open({str(home)!r}, lock_wait_s=0.5)
-            except StoreError as exc:
-                print("ERROR:", exc)
+            import json
+            from pipeline.retrieval.bm25 import query_weights, to_sparse
+            from pipeline.storage.store import Store
+            from pipeline.text.tokenize import tokenize
+            vectors = json.loads({json.dumps(vectors)!r})
+            with Store.open({str(home)!r}, lock_wait_s=5) as store:
+                print(json.dumps({{"served_by": store.served_by, "hits": {{q: (
+                    [(h.chunk_id, h.score) for h in store.dense_search(v, 10)],
+                    [(h.chunk_id, h.score, {{str(i): w for i, w in h.sparse.items()}})
+                     for h in store.keyword_search(*to_sparse(query_weights(tokenize(q))), 10)])
+                    for q, v in vectors.items()}}}}))
         """)
         out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert "ERROR: the store" in out.stdout and "QDRANT_URL" in out.stdout
-    assert "Traceback" not in out.stderr
+    assert "Traceback" not in out.stderr, out.stderr
+    served = json.loads(out.stdout)
+    assert served["served_by"].startswith(f"pid {os.getpid()}"), "it was served by this process, not refused"
+    for q in queries:
+        dense, keyword = served["hits"][q]
+        assert [tuple(h) for h in dense] == own[q][0] and dense, q
+        assert [(c, score, {int(i): w for i, w in sparse.items()}) for c, score, sparse in keyword] == own[q][1], q
 
 
 def test_the_qdrant_client_path_returns_the_same_results(tmp_path, models):
