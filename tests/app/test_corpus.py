@@ -93,3 +93,19 @@ def test_the_upload_progress_bar_shows_the_share_and_the_ingest_line():
     update(Progress(120, 120, 8.0))
     assert bar.drawn == [(0.0, "Embedding: 0/120+ chunks"), (0.5, "Embedding: 60/120 chunks · 15.0 chunks/s · ETA 0:04"),
                          (1.0, "Embedding: 120/120 chunks · 15.0 chunks/s · ETA 0:00")]
+
+
+def test_the_page_says_the_app_holds_the_index_and_serves_other_processes(app_env):
+    at = open_app("corpus")
+    captions = [c.value for c in at.caption]
+    assert any("this app holds the index and serves it to the CLI, notebooks" in unmark(c) for c in captions), captions
+
+
+def test_a_store_served_by_another_process_names_it(tmp_path):
+    from pipeline.storage.store import Store
+    from workbench.app.corpus_view import sharing_note
+
+    with Store.open(tmp_path / "store") as holder, Store.open(tmp_path / "store", lock_wait_s=2) as served:
+        assert "this app holds the index" in sharing_note(holder)
+        note = sharing_note(served)
+        assert "held by another process (pid" in note and str(tmp_path / "store") in note

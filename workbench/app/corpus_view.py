@@ -28,6 +28,18 @@ def save_uploads(files, home: Path) -> list[Path]:
     return paths
 
 
+def sharing_note(store: Store) -> str:
+    """One line on who runs this store's index: this app (and it serves the other processes on the data
+    directory), or another process that serves it to the app (:mod:`pipeline.storage.share`)."""
+    if store.served_by:
+        return (f"data directory {store.home} — its index is held by another process ({store.served_by}) and "
+                "served to this app; if that process stops, the app takes the index over at its next search")
+    if store.serving_problem:
+        return f"data directory {store.home} — {store.serving_problem}: other processes are refused while the app runs"
+    return (f"data directory {store.home} — this app holds the index and serves it to the CLI, notebooks and any "
+            "other process that opens this data directory; an ingest from the CLI works while the app runs")
+
+
 def ingest_progress(bar) -> Callable[[Progress], None]:
     """The ingest's progress callback for a Streamlit bar (``st.progress``): the share embedded and the same line the
     CLI prints, "N/M chunks · X chunks/s · ETA m:ss"."""

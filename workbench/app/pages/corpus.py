@@ -12,6 +12,7 @@ from workbench.app.corpus_view import (
     ingest_progress,
     report_lines,
     save_uploads,
+    sharing_note,
     supersession_rows,
 )
 from workbench.app.render import md
@@ -39,7 +40,7 @@ b.metric("chunks", store.chunk_count())
 c.metric("corpus version", store.corpus_version)
 superseded = supersession_rows(store)
 d.metric("chunks superseded in part", len(superseded))
-st.caption(md(f"data directory {store.home}"))
+st.caption(md(sharing_note(store)))
 
 tab_docs, tab_upload, tab_delete, tab_supersede = st.tabs(["Documents", "Upload", "Delete", "Supersession"])
 with tab_docs:
