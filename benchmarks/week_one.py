@@ -107,7 +107,7 @@ def measure(local: int = 0, examples: int = EXAMPLES) -> dict:
 # -- the section (pure) ---------------------------------------------------------------------------------------
 
 def _block(title: str, report: dict) -> list[str]:
-    from workbench.app.render import md
+    from workbench.display.markdown import md
     from workbench.week_one import REASON_WORDS, arm_table, headline
 
     off = report["arms"]["off"]

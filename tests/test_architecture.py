@@ -131,3 +131,20 @@ def test_architecture_document_names_every_module():
     missing = [name for name in _modules() if name.startswith("pipeline.") and "." in name
                and name.rpartition(".")[2] + ".py" not in text and name.rpartition(".")[2] + "/" not in text]
     assert not missing, f"docs/ARCHITECTURE.md does not mention {missing}"
+
+
+# Benchmarks that measure the app itself (its timings, its re-run path) are the only code outside workbench/app
+# that may import it: the research layer and the other benchmarks load no app code.
+MEASURE_THE_APP = {"benchmarks.app_timings", "benchmarks.eval_speed"}
+
+
+def test_nothing_outside_the_app_imports_it_but_the_benchmarks_that_measure_it():
+    modules = _modules()
+    for path in (ROOT / "benchmarks").glob("*.py"):
+        modules[f"benchmarks.{path.stem}"] = path
+    known = set(modules)
+    offenders = {name: sorted(t for t in _imports(path, name, known) if t.startswith("workbench.app"))
+                 for name, path in modules.items()
+                 if not name.startswith("workbench.app") and name not in MEASURE_THE_APP}
+    offenders = {name: targets for name, targets in offenders.items() if targets}
+    assert not offenders, f"outside workbench/app, these import the app: {offenders}"

@@ -46,7 +46,7 @@ Method (:func:`week_one`):
 
 Outputs (:func:`run_week_one`): the headline on the terminal (or the report as JSON with ``--json``); with
 ``--out DIR``: ``week_one.json`` (the report), ``week_one.md`` (the same as Markdown, every retrieved text
-escaped with :func:`workbench.app.render.md`), ``citations.jsonl`` (every judgement of both arms) and each
+escaped with :func:`workbench.display.markdown.md`), ``citations.jsonl`` (every judgement of both arms) and each
 arm's ``traces_validation_{off,on}.jsonl``.
 """
 
@@ -504,7 +504,7 @@ def judge_line(judge: dict) -> str:
 
 def render_markdown(report: dict) -> str:
     """The report as Markdown; every text from the corpus, the golden file or an answer is escaped."""
-    from workbench.app.render import md
+    from workbench.display.markdown import md
 
     diff, off = report["difference"], report["arms"]["off"]
     low, high = diff["ci95_points"]

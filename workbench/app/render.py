@@ -18,6 +18,7 @@ import re
 
 from pipeline.trace import Trace, ValidationTrace
 from pipeline.validation.citations import claim_marker_verdicts, marker_verdicts
+from workbench.display.markdown import md  # noqa: F401  (the escaping every page uses; the research layer shares it)
 from workbench.display.trace_html import (  # noqa: F401  (one palette and chip for the app and Jupyter; views read render.*)
     AMBER,
     AMBER_BG,
@@ -32,23 +33,6 @@ from workbench.display.trace_html import (  # noqa: F401  (one palette and chip 
     esc,
     verdict_chip,
 )
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:$=^])")
-
-
-def md(text: object, limit: int | None = None) -> str:
-    """Escape text for any Streamlit element that renders Markdown (labels, captions, st.markdown).
-
-    HTML special characters become entities (shown as text) and Markdown punctuation is backslash-escaped,
-    so ``<script>``, ``![x](url)``, ``[a](javascript:...)``, ``**x**``, ``:red[x]`` and ``$x$`` show as typed.
-    Newlines become spaces: a label is one line.
-    """
-    value = " ".join(str(text).split())
-    if limit is not None and len(value) > limit:
-        value = value[: limit - 1] + "…"
-    value = _MD_SPECIAL.sub(r"\\\1", value)
-    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
 
 # -- pieces of HTML (all text escaped) ---------------------------------------------------------------
 
