@@ -1,7 +1,7 @@
 """Rendering (issue 10, part 4): the injection documents that carry markup — ``<script>``, ``<img onerror>``,
 a ``javascript:`` link, an ``<img>`` in a title — asked about on the Ask page (AppTest, fake models), plain and
 with bait questions that make the extractive answer quote the markup. Nothing renders as live HTML or a
-live Markdown link; the text is still shown, escaped. (``tests/app/test_escaping.py`` checks the app's own
+live Markdown link; the text is still shown, escaped. (``tests/workbench/app/test_escaping.py`` checks the app's own
 hostile sample; the browser test there checks that no script runs.)
 
 Every ``st.html`` fragment is parsed with :mod:`html.parser`, so the check is on the tags and attributes a

@@ -1,5 +1,5 @@
 """Monitor page: the drift alarm with the runs behind it, rates per bucket, click-through per document, and the
-page before enough runs are logged. (Opening a source and its click row: tests/app/test_browser.py.)"""
+page before enough runs are logged. (Opening a source and its click row: tests/workbench/app/test_browser.py.)"""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from pipeline.storage.store import Store
 from pipeline.testing import FAKE_WORLD, fake_models
 from workbench.app.resources import MODELS_ENV
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEMO_CORPUS = ROOT / "golden" / "corpus"
 APP = ROOT / "streamlit_app.py"
 PAGES = "workbench/app/pages"
