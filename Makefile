@@ -50,7 +50,7 @@ app: install ingest ## install, ingest the demo corpus if needed, start the Stre
 
 test: install ## install and run the suite (every test but those marked long), notebooks (nbval) and the deploy gate
 	@echo "skips allowed under CI=true (tests/skip_allowlist.txt):"; grep -v '^#' tests/skip_allowlist.txt | grep . || echo "  none"
-	$(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) --dist loadfile -m "$(TEST_MARKS)"
+	$(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) --dist loadfile -m "$(TEST_MARKS)" --durations=30
 	$(BIN)/python -m pytest --nbval notebooks/ -p no:cacheprovider
 	@$(MAKE) --no-print-directory gate
 
