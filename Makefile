@@ -135,7 +135,11 @@ bench-tiers: install ## tiered generation through the OpenAI-compatible stub: ex
 	$(BIN)/python -m benchmarks.tiers
 	$(BIN)/python -m benchmarks.report
 
-.PHONY: bench-followups
+.PHONY: bench-followups bench-sharing
+bench-sharing: install ## a search served by the process holding the store vs the holder's own, and ten served processes at once -> BENCHMARKS.md
+	$(BIN)/python -m benchmarks.store_sharing
+	$(BIN)/python -m benchmarks.report
+
 bench-followups: install ## which earlier turns the conversation rule sends, and the expected document in the top 10: follow-ups and unrelated questions -> BENCHMARKS.md
 	$(BIN)/python -m benchmarks.followups
 	$(BIN)/python -m benchmarks.report

@@ -61,6 +61,8 @@ SECTIONS = (
     Section("embed_onnx", "embed_onnx", "Embedder precision: int8 ONNX vs fp32", "make bench-embed"),
     Section("eval_speed", "eval_speed", "Evaluation speed", "make bench-eval-speed"),
     Section("perf", "perf", "Performance: per-stage latency", "make bench"),
+    Section("store_sharing", "store_sharing", "Store sharing: a served search against the holder's own",
+            "make bench-sharing"),
     Section("reader_latency", "reader_latency", "Reader latency: the answer path with and without the reader",
             "make bench-reader"),
     Section("rerank_tradeoff", "rerank_tradeoff", "Rerank trade-off", "make bench-rerank"),

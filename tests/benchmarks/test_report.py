@@ -43,7 +43,7 @@ def test_a_missing_results_file_renders_a_placeholder_and_still_compares_exactly
 def test_the_sections_come_in_the_documented_order():
     assert [s.results for s in report.SECTIONS] == [
         "train_answerability", "train_reproduce", "train_nli", "nli_perturb", "scifact", "golden_retrieval", "golden", "gate_k", "calibrate", "abstention_cases", "followups", "correctness_handcheck", "week_one", "tiers", "ood",
-        "external", "squad2", "validation", "screening", "late_chunking", "embed_onnx", "eval_speed", "perf", "reader_latency", "rerank_tradeoff", "monitor_drift", "app_timings",
+        "external", "squad2", "validation", "screening", "late_chunking", "embed_onnx", "eval_speed", "perf", "store_sharing", "reader_latency", "rerank_tradeoff", "monitor_drift", "app_timings",
         "local_llm_demo"]
 
 
