@@ -171,6 +171,7 @@ def test_out_of_scope_question_abstains(app_url, page):
     _shot(page, "tour-out-of-scope-abstains.png")
 
 
+@pytest.mark.long  # ~50 s; the tour's behaviour is checked on the default path by tests/workbench/app/test_tour.py
 def test_the_whole_tour_behaves_as_described(app_url, browser):
     context = browser.new_context(viewport={"width": 1400, "height": 9000})
     page = context.new_page()
@@ -299,6 +300,7 @@ def test_issue17_threshold_widgets_keep_their_precision(app_url, page):
     page.get_by_test_id("stSidebar").screenshot(path=str(OUT / "issue17-sidebar-thresholds.png"))
 
 
+@pytest.mark.long  # ~35 s; the Compare page's rules are checked on the default path by test_compare_page.py
 def test_issue17_compare_is_honest_offline_and_clears_after_an_error(app_url, page):
     """Item 4: presets from what is installed, one line for an unchanged ranking, no raw backticks, and an
     error clears the previous results."""
