@@ -7,27 +7,17 @@ import threading
 
 import pytest
 
-from pipeline.config import PipelineConfig
-from pipeline.ingestion.documents import Document
 from pipeline.ingestion.ingest import ingest_documents, needs_repair
 from pipeline.storage import share
 from pipeline.storage.lock import FileLock, LockBusy
 from pipeline.storage.store import Store, StoreBusy
 from pipeline.testing import fake_models
-
-CFG = PipelineConfig().with_overrides({"ingest.passage_vectors": False})
-
-
-def _doc(doc_id: str, text: str) -> Document:
-    return Document(doc_id=doc_id, title=doc_id, text=text, source=f"{doc_id}.md", format="md", metadata={})
+from tests.pipeline.storage.store_docs import CFG, doc, two_document_home
 
 
 @pytest.fixture
 def home(tmp_path):
-    with Store.open(tmp_path / "store") as store:
-        ingest_documents(store, [_doc("alpha", "Alpha retries five times."), _doc("beta", "Beta waits.")], CFG,
-                         fake_models(), progress=False)
-    return tmp_path / "store"
+    return two_document_home(tmp_path)
 
 
 def test_a_second_open_while_the_store_is_held_is_served_and_its_write_waits_for_the_holders(home):
@@ -40,7 +30,7 @@ def test_a_second_open_while_the_store_is_held_is_served_and_its_write_waits_for
             message = str(refused.value)
             assert str(home) in message and "in use by another process" in message
             assert f"pid {os.getpid()}, writing (ingest)" in message
-            ingest_documents(second, [_doc("gamma", "Gamma is new.")], CFG, fake_models(), progress=False)
+            ingest_documents(second, [doc("gamma", "Gamma is new.")], CFG, fake_models(), progress=False)
         assert not list(home.glob("shard.damaged-*")), "a busy shard was set aside as damaged"
         assert {d.doc_id for d in holder.documents()} == {"alpha", "beta", "gamma"}
     with Store.open(home) as store:

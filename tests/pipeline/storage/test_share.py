@@ -12,27 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.config import PipelineConfig
-from pipeline.ingestion.documents import Document
 from pipeline.ingestion.ingest import ingest_documents, needs_repair
 from pipeline.storage import share
 from pipeline.storage.qdrant_index import IndexHit, IndexPoint
 from pipeline.storage.store import Store, StoreError
 from pipeline.testing import FakeEmbedder, fake_models
-
-CFG = PipelineConfig().with_overrides({"ingest.passage_vectors": False})
-
-
-def _doc(doc_id: str, text: str) -> Document:
-    return Document(doc_id=doc_id, title=doc_id, text=text, source=f"{doc_id}.md", format="md", metadata={})
+from tests.pipeline.storage.store_docs import CFG, doc, two_document_home
 
 
 @pytest.fixture
 def home(tmp_path):
-    with Store.open(tmp_path / "store") as store:
-        ingest_documents(store, [_doc("alpha", "Alpha retries five times."), _doc("beta", "Beta waits.")], CFG,
-                         fake_models(), progress=False)
-    return tmp_path / "store"
+    return two_document_home(tmp_path)
 
 
 def _query(text: str) -> list[float]:
@@ -61,7 +51,7 @@ def test_a_closing_holder_waits_for_a_write_another_store_runs_through_it(home):
         with writer.writing("ingest"):
             inside.set()
             time.sleep(0.5)
-            ingest_documents(writer, [_doc("gamma", "Gamma is new.")], CFG, fake_models(), progress=False)
+            ingest_documents(writer, [doc("gamma", "Gamma is new.")], CFG, fake_models(), progress=False)
             finished.append(time.monotonic())
 
     thread = threading.Thread(target=write)
